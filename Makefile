@@ -1,0 +1,43 @@
+# The two commands a fresh machine needs: `make` then `make test`.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+PYTHON := $(BIN)/python
+
+.PHONY: all install generate check test lint typecheck pytest bench clean
+
+all: install generate
+
+$(BIN)/activate: requirements.txt
+	$(PY) -m venv $(VENV)
+	$(PYTHON) -m pip install --quiet --upgrade pip
+	$(PYTHON) -m pip install --quiet -r requirements.txt
+	touch $(BIN)/activate
+
+install: $(BIN)/activate
+
+generate: install
+	$(PYTHON) -m generator generate
+
+check: install
+	$(PYTHON) -m generator check
+
+lint: install
+	$(BIN)/ruff check generator tests benchmarks
+	$(BIN)/ruff format --check generator tests benchmarks
+	$(BIN)/ruff check --isolated --no-cache --select I,F,UP --line-length 100 generated
+
+typecheck: install
+	$(BIN)/mypy --strict generator
+	cd generated && ../$(BIN)/mypy --strict --no-incremental responses_stream
+
+pytest: install
+	$(PYTHON) -m pytest
+
+test: lint typecheck check pytest
+
+bench: install
+	$(PYTHON) benchmarks/bench_emit.py
+
+clean:
+	rm -rf $(VENV) .generated-staging-*

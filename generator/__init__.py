@@ -1,0 +1,1 @@
+"""The responses-stream generator: YAML state machines in, a typed Python package out."""

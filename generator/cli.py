@@ -1,0 +1,88 @@
+"""``python -m generator generate|check [--spec DIR] [--out DIR]``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+from pathlib import Path
+
+from .compile import build_catalog
+from .errors import SpecErrors
+from .loader import load_dir
+from .render import render_all
+from .spec_model import spec_json_schema
+from .writer import diff_trees, render_to_stage, swap_in
+
+SCHEMA_FILE = "spec.schema.json"
+
+
+def schema_text() -> str:
+    return json.dumps(spec_json_schema(), indent=2, sort_keys=True) + "\n"
+
+
+def render(spec: Path) -> dict[str, str]:
+    """Load, check and render; raise ``SpecErrors`` listing every problem."""
+    sources, errors = load_dir(spec)
+    if errors:
+        raise SpecErrors(errors)
+    return render_all(build_catalog(sources), spec)
+
+
+def cmd_generate(spec: Path, out: Path) -> int:
+    files = render(spec)
+    stage = render_to_stage(files, out.resolve().parent)
+    try:
+        changed = swap_in(stage, out)
+    finally:
+        if stage.exists():
+            shutil.rmtree(stage)
+    schema = spec / SCHEMA_FILE
+    if not schema.exists() or schema.read_text(encoding="utf-8") != schema_text():
+        schema.write_text(schema_text(), encoding="utf-8")
+        changed.append(f"{spec.name}/{SCHEMA_FILE}")
+    print(f"generated {len(files)} files into {out} ({len(changed)} changed)")
+    return 0
+
+
+def cmd_check(spec: Path, out: Path) -> int:
+    files = render(spec)
+    stage = render_to_stage(files, out.resolve().parent)
+    try:
+        drift = diff_trees(stage, out)
+    finally:
+        shutil.rmtree(stage)
+    schema = spec / SCHEMA_FILE
+    if not schema.exists() or schema.read_text(encoding="utf-8") != schema_text():
+        drift.append(f"{spec.name}/{SCHEMA_FILE}")
+    if drift:
+        print("generated output differs from a fresh render; run `make generate`:")
+        for rel in drift:
+            print(f"  {rel}")
+        return 1
+    print(f"{out}: up to date ({len(files)} files)")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m generator", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name, help_ in (("generate", "render every output file"), ("check", "fail on drift")):
+        p = sub.add_parser(name, help=help_)
+        p.add_argument(
+            "--spec", type=Path, default=Path("spec"), help="spec folder (default: spec)"
+        )
+        p.add_argument(
+            "--out", type=Path, default=Path("generated"), help="output folder (default: generated)"
+        )
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "generate":
+            return cmd_generate(args.spec, args.out)
+        return cmd_check(args.spec, args.out)
+    except SpecErrors as exc:
+        for err in exc.errors:
+            print(err, file=sys.stderr)
+        print(f"{len(exc.errors)} spec error(s); nothing was written", file=sys.stderr)
+        return 1

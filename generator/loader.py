@@ -1,0 +1,157 @@
+"""Load spec files from YAML, keeping the line of every key for error messages."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from .errors import SpecError
+from .spec_model import SPEC_FILE
+
+Path_ = tuple[str | int, ...]
+
+
+@dataclass
+class Source:
+    """One spec file: its display name, parsed model, and key lines."""
+
+    name: str
+    model: Any
+    lines: dict[Path_, int] = field(default_factory=dict)
+
+    def line(self, path: Path_) -> int:
+        """The line of the deepest known key on ``path`` (1-based)."""
+        for end in range(len(path), -1, -1):
+            found = self.lines.get(tuple(path[:end]))
+            if found is not None:
+                return found
+        return 1
+
+    def error(self, path: Path_, message: str) -> SpecError:
+        return SpecError(self.name, self.line(path), ".".join(map(str, path)) or "-", message)
+
+
+def _construct(
+    node: yaml.Node, path: Path_, lines: dict[Path_, int], errors: list[SpecError], name: str
+) -> Any:
+    lines.setdefault(path, node.start_mark.line + 1)
+    if isinstance(node, yaml.MappingNode):
+        out: dict[str, Any] = {}
+        for key_node, value_node in node.value:
+            if not isinstance(key_node, yaml.ScalarNode):
+                errors.append(
+                    SpecError(
+                        name, key_node.start_mark.line + 1, _dotted(path), "keys must be scalars"
+                    )
+                )
+                continue
+            key = key_node.value
+            if key in out:
+                errors.append(
+                    SpecError(
+                        name, key_node.start_mark.line + 1, _dotted(path + (key,)), "duplicate key"
+                    )
+                )
+                continue
+            lines[path + (key,)] = key_node.start_mark.line + 1
+            out[key] = _construct(value_node, path + (key,), lines, errors, name)
+        return out
+    if isinstance(node, yaml.SequenceNode):
+        return [
+            _construct(child, path + (i,), lines, errors, name)
+            for i, child in enumerate(node.value)
+        ]
+    return _SCALARS.construct_object(node)
+
+
+class _ScalarLoader(yaml.SafeLoader):
+    def __init__(self) -> None:
+        super().__init__("")
+
+
+_SCALARS = _ScalarLoader()
+
+
+def _dotted(path: Path_) -> str:
+    return ".".join(map(str, path)) or "-"
+
+
+def load_file(path: Path, name: str) -> tuple[Source | None, list[SpecError]]:
+    """Parse one YAML spec file into its model, collecting every error."""
+    errors: list[SpecError] = []
+    try:
+        text = path.read_text(encoding="utf-8")
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark else 1
+        return None, [SpecError(name, line, "-", f"YAML syntax error: {exc.problem}")]
+    except (OSError, UnicodeDecodeError) as exc:
+        return None, [SpecError(name, 1, "-", f"cannot read file: {exc}")]
+    if node is None:
+        return None, [SpecError(name, 1, "-", "empty spec file")]
+    lines: dict[Path_, int] = {}
+    data = _construct(node, (), lines, errors, name)
+    source = Source(name, None, lines)
+    if not isinstance(data, dict):
+        return None, [source.error((), "a spec file must be a mapping")]
+    try:
+        source.model = SPEC_FILE.validate_python(data, by_alias=True)
+    except ValidationError as exc:
+        for err in exc.errors():
+            loc = tuple(err["loc"])
+            errors.append(source.error(_clean_loc(loc, data), _message(err)))
+    return (source if not errors else None), errors
+
+
+def _clean_loc(loc: Path_, data: Any) -> Path_:
+    """Drop pydantic's union-branch labels, keeping the keys that are in the data."""
+    out: list[str | int] = []
+    node = data
+    for part in loc:
+        if isinstance(node, dict) and part in node:
+            out.append(part)
+            node = node[part]
+        elif isinstance(node, list) and isinstance(part, int) and part < len(node):
+            out.append(part)
+            node = node[part]
+        elif isinstance(part, str) and part in ("from", "with") and isinstance(node, dict):
+            out.append(part)
+    return tuple(out) if out or not loc else tuple(p for p in loc[-1:] if isinstance(p, str))
+
+
+def _message(err: Any) -> str:
+    kind = err["type"]
+    if kind == "extra_forbidden":
+        return f"unknown field {err['loc'][-1]!r}"
+    if kind == "missing":
+        return f"missing field {err['loc'][-1]!r}"
+    if kind == "union_tag_invalid":
+        return (
+            f"unknown kind {err['input'].get('kind')!r}"
+            if isinstance(err["input"], dict)
+            else err["msg"]
+        )
+    if kind == "union_tag_not_found":
+        return "missing field 'kind'"
+    return str(err["msg"])
+
+
+def load_dir(spec_dir: Path) -> tuple[list[Source], list[SpecError]]:
+    """Load every ``*.yaml`` under ``spec_dir`` in sorted order."""
+    sources: list[Source] = []
+    errors: list[SpecError] = []
+    files = sorted(p for p in spec_dir.rglob("*.yaml") if p.is_file())
+    if not files:
+        errors.append(SpecError(spec_dir.name, 1, "-", "no spec files (*.yaml) found"))
+    for path in files:
+        name = f"{spec_dir.name}/{path.relative_to(spec_dir).as_posix()}"
+        source, errs = load_file(path, name)
+        errors.extend(errs)
+        if source is not None:
+            sources.append(source)
+    return sources, errors

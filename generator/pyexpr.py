@@ -1,0 +1,58 @@
+"""Python snippets for types, literals and value sources in generated emitters.
+
+Spec strings only ever reach generated code through ``literal``, which is
+``repr``-based, so a quote, newline or triple quote in a spec cannot break
+out of a string.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .compile import TypeRef
+
+MUTABLE = (list, dict)
+
+
+def literal(value: Any) -> str:
+    """A Python literal for a YAML scalar, list or mapping."""
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{literal(k)}: {literal(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(literal(v) for v in value) + "]"
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return repr(value)
+    raise TypeError(f"unsupported literal {value!r}")
+
+
+def pytype(ref: TypeRef, models: str = "m") -> str:
+    """The annotation for a spec type, naming model classes through ``models``."""
+    if ref.kind == "string":
+        out = "str"
+    elif ref.kind == "integer":
+        out = "int"
+    elif ref.kind == "number":
+        out = "float"
+    elif ref.kind == "boolean":
+        out = "bool"
+    elif ref.kind == "any":
+        return "Any"
+    elif ref.kind == "object":
+        out = "dict[str, Any]"
+    elif ref.kind == "list":
+        assert ref.item is not None
+        out = f"list[{pytype(ref.item, models)}]"
+    elif ref.kind == "enum":
+        out = "Literal[" + ", ".join(repr(v) for v in ref.values) + "]"
+    else:
+        out = f"{models}.{ref.name}"
+    return f"{out} | None" if ref.nullable else out
+
+
+def needs_convert(ref: TypeRef) -> bool:
+    """Whether a YAML default for this type must be converted into model objects."""
+    if ref.kind == "named":
+        return True
+    if ref.kind == "list" and ref.item is not None:
+        return needs_convert(ref.item)
+    return False

@@ -1,0 +1,1 @@
+"""Hand-written runtime support, copied into every generated package."""

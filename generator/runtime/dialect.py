@@ -1,0 +1,31 @@
+"""A dialect as the generated package describes it: names, framing, models."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+from .sse import SSEEncoder
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """One wire dialect of the Responses streaming protocol."""
+
+    name: str
+    done_sentinel: bool
+    event_types: dict[str, str]  # catalogue name -> wire type
+    standard_events: frozenset[str]  # catalogue names
+    item_types: dict[str, str]  # spec item type -> wire type
+    models: ModuleType
+    emitter: Any  # the dialect's ResponseEmitter class
+
+    def encoder(self) -> SSEEncoder:
+        """An SSE encoder with this dialect's framing."""
+        return SSEEncoder(done_sentinel=self.done_sentinel)
+
+    @property
+    def wire_types(self) -> dict[str, str]:
+        """wire type -> catalogue name."""
+        return {wire: name for name, wire in self.event_types.items()}

@@ -1,0 +1,253 @@
+"""The spec language: one pydantic model per kind of spec file.
+
+Every spec file is a YAML mapping with a ``kind`` key that selects one of the
+models below.  The models forbid unknown keys, so a typo is an error with a
+file:line, and their JSON Schema is what editors use to autocomplete specs.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+Ref = Annotated[
+    str,
+    Field(
+        description=(
+            "A value source: params.NAME, acc.NAME, field.NAME, item, part, "
+            "response, id, or status."
+        )
+    ),
+]
+TypeExpr = Annotated[
+    str,
+    Field(
+        description=(
+            "A type: string, integer, number, boolean, any, object, list[T], "
+            "enum(a,b), a named type from types specs, or T? for nullable."
+        )
+    ),
+]
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class FieldSpec(Strict):
+    """A payload field: its type and, optionally, where its value comes from."""
+
+    type: TypeExpr
+    doc: str = ""
+    source: Ref | dict[str, Ref] | None = Field(
+        default=None,
+        alias="from",
+        description="Where an event field's value comes from; a mapping builds an object.",
+    )
+    const: Any = Field(default=None, description="A constant value for this field.")
+
+
+FieldDecl = TypeExpr | FieldSpec
+
+
+class ParamSpec(Strict):
+    type: TypeExpr
+    default: Any = None
+    required: bool = True
+    doc: str = ""
+
+
+ParamDecl = TypeExpr | ParamSpec
+
+
+class AppendAction(Strict):
+    acc: str
+    source: Ref = Field(alias="from")
+
+
+class SetAction(Strict):
+    field: str
+    source: Ref | dict[str, Ref] = Field(alias="from")
+
+
+class Action(Strict):
+    """One named action.  Exactly one key is set."""
+
+    append: AppendAction | None = Field(
+        default=None, description="Append text (or list items) to an accumulator."
+    )
+    set: SetAction | None = Field(default=None, description="Set a stored field of the item.")
+    status: str | None = Field(
+        default=None, description="Set the item status: a status name or params.NAME."
+    )
+
+
+class Emit(Strict):
+    event: str
+    with_: dict[str, Ref | dict[str, Ref]] = Field(
+        default_factory=dict, alias="with", description="Per-emit overrides of field sources."
+    )
+
+
+EmitDecl = str | Emit
+
+
+class Transition(Strict):
+    """What a transition takes, does, and emits, in order."""
+
+    doc: str = ""
+    params: dict[str, ParamDecl] = Field(default_factory=dict)
+    actions: list[Action] = Field(default_factory=list)
+    emit: list[EmitDecl] = Field(default_factory=list)
+
+
+class State(Strict):
+    type: Literal["normal", "final"] = "normal"
+    doc: str = ""
+    on: dict[str, str] = Field(default_factory=dict, description="transition name -> target state")
+
+
+class AccumulatorSpec(Strict):
+    kind: Literal["text", "list"] = "text"
+    doc: str = ""
+
+
+class Machine(Strict):
+    """A statechart: named states and named transitions between them."""
+
+    initial: str
+    states: dict[str, State]
+    transitions: dict[str, Transition]
+    context: dict[str, AccumulatorSpec] = Field(
+        default_factory=dict, description="Accumulators built up by deltas."
+    )
+
+
+class ItemField(Strict):
+    """A field of an item payload.
+
+    Its value is an accumulator (``acc``), a list of parts (``slot``), or a
+    stored value: ``init`` gives its start value, otherwise ``open`` takes it
+    as a parameter (optional when ``default`` is given).
+    """
+
+    type: TypeExpr
+    doc: str = ""
+    acc: str | None = None
+    slot: str | None = None
+    init: Any = None
+    default: Any = None
+    optional: bool = False
+
+
+class SlotSpec(Strict):
+    parts: list[str]
+    doc: str = ""
+
+
+class PartSpec(Machine):
+    """A content part kind with its own lifecycle inside an item."""
+
+    index: Literal["content_index", "summary_index"]
+    type: str = Field(description="The part's wire type, e.g. output_text.")
+    fields: dict[str, ItemField]
+    doc: str = ""
+
+
+class PartsFile(Strict):
+    kind: Literal["parts"]
+    parts: dict[str, PartSpec]
+
+
+class EventSpec(Strict):
+    """An event of the shared catalogue, keyed by its wire name in the openai dialect."""
+
+    address: Literal["none", "output", "item", "content", "summary"]
+    doc: str = ""
+    fields: dict[str, FieldDecl] = Field(default_factory=dict)
+
+
+class ItemFile(Machine):
+    kind: Literal["item"]
+    type: str = Field(description="The item's wire type, e.g. function_call or acme:search_result.")
+    id_prefix: str
+    doc: str = ""
+    thin: bool = Field(default=False, description="Spec'd for catalogue coverage only.")
+    statuses: list[str]
+    fields: dict[str, ItemField] = Field(default_factory=dict)
+    slots: dict[str, SlotSpec] = Field(default_factory=dict)
+    events: dict[str, EventSpec] = Field(
+        default_factory=dict, description="Events this item adds to the catalogue (extensions)."
+    )
+
+
+class EventsFile(Strict):
+    kind: Literal["events"]
+    events: dict[str, EventSpec]
+
+
+class TypeSpec(Strict):
+    doc: str = ""
+    fields: dict[str, FieldDecl]
+    optional: list[str] = Field(
+        default_factory=list, description="Fields that may be left out of the payload."
+    )
+
+
+class TypesFile(Strict):
+    kind: Literal["types"]
+    types: dict[str, TypeSpec]
+
+
+class ResponseField(Strict):
+    type: TypeExpr
+    default: Any = None
+    echo: bool = Field(default=False, description="Copied from the request when present.")
+    doc: str = ""
+
+
+class EnvelopeFile(Machine):
+    kind: Literal["envelope"]
+    doc: str = ""
+    response: dict[str, ResponseField]
+
+
+class DialectEvent(Strict):
+    type: str | None = Field(default=None, description="The wire name in this dialect.")
+    fields: dict[str, FieldDecl] | None = Field(
+        default=None, description="Replaces the catalogue's payload fields."
+    )
+
+
+class Framing(Strict):
+    done_sentinel: bool = Field(default=False, description="End the SSE stream with data: [DONE].")
+
+
+class DialectFile(Strict):
+    kind: Literal["dialect"]
+    name: str
+    doc: str = ""
+    standard_events: list[str] | Literal["all"] = "all"
+    standard_items: list[str] | Literal["all"] = "all"
+    extension_prefix: str = Field(
+        default="", description="Prefix for events and items outside the dialect's standard set."
+    )
+    events: dict[str, DialectEvent] = Field(default_factory=dict)
+    response_required: list[str] | Literal["all"] = "all"
+    framing: Framing = Framing()
+
+
+SpecFile = Annotated[
+    PartsFile | ItemFile | EventsFile | TypesFile | EnvelopeFile | DialectFile,
+    Field(discriminator="kind"),
+]
+SPEC_FILE: TypeAdapter[Any] = TypeAdapter(SpecFile)
+
+
+def spec_json_schema() -> dict[str, Any]:
+    """The JSON Schema that spec files declare in their modeline."""
+    schema = SPEC_FILE.json_schema(by_alias=True)
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "responses-stream spec file"
+    return schema

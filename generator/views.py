@@ -1,0 +1,434 @@
+"""Views of the catalog shaped for the templates: names, signatures and code lines.
+
+The templates lay code out; this module decides what each line says, so the
+templates stay free of logic beyond loops.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .compile import (
+    ADDRESS_FIELDS,
+    ActionC,
+    Binding,
+    Catalog,
+    DialectC,
+    EmitC,
+    ItemC,
+    MachineC,
+    Param,
+    PartC,
+    TransitionC,
+)
+from .pyexpr import MUTABLE, literal, needs_convert, pytype
+from .schema import event_class, item_class, part_class
+from .types import TypeRef
+
+
+@dataclass
+class Method:
+    name: str
+    doc: str
+    signature: str
+    prelude: list[str]
+    guard_states: tuple[str, ...]
+    target: str
+    body: list[str]
+    emits: list[str]  # event constructor expressions, in order
+    events: list[str]  # catalogue names, in order
+    closes_part: bool = False
+    final: bool = False
+    part: str = ""  # the part kind for part transitions
+    transition: str = ""
+
+
+@dataclass
+class PartView:
+    name: str
+    cls: str
+    state_cls: str
+    index: str
+    slot: str
+    accs: list[tuple[str, str]]  # (name, kind)
+    snapshot: str
+    methods: list[Method]
+
+
+@dataclass
+class ItemView:
+    type: str
+    wire: str
+    cls: str
+    emitter: str
+    factory: str
+    id_prefix: str
+    doc: str
+    thin: bool
+    init_params: list[str]
+    stored: list[tuple[str, str, str]]  # (attribute, annotation, initial expression)
+    status_type: str
+    accs: list[tuple[str, str]]
+    slots: list[str]
+    parts: list[PartView]
+    snapshot: str
+    methods: list[Method]
+    initial: str
+    finals: list[str]
+    machine: MachineC
+    events: list[str]
+
+
+@dataclass
+class EnvelopeView:
+    fields: list[tuple[str, str]]  # (name, default expression)
+    echo: list[str]
+    methods: list[Method]
+    initial: str
+    snapshot: str
+
+
+@dataclass
+class DialectView:
+    name: str
+    doc: str
+    done_sentinel: bool
+    items: list[ItemView]
+    envelope: EnvelopeView
+    event_types: list[tuple[str, str, str]]  # (catalogue name, class, wire type)
+    standard_events: list[str]
+    extension_events: list[str]
+    constants: list[tuple[str, str]] = field(default_factory=list)
+
+
+class _Ctx:
+    """Code generation for one machine (item, part of an item, or envelope)."""
+
+    def __init__(
+        self, view: DialectViews, scope: str, owner: str, part: PartC | None = None
+    ) -> None:
+        self.v = view
+        self.scope = scope
+        self.owner = owner
+        self.part = part
+
+    def acc_expr(self, name: str, kind: str) -> str:
+        holder = "p" if self.scope == "part" else "self"
+        attr = f"{holder}.{name}" if self.scope == "part" else f"self._acc_{name}"
+        return f'"".join({attr})' if kind == "text" else f"list({attr})"
+
+    def acc_attr(self, name: str) -> str:
+        return f"p.{name}" if self.scope == "part" else f"self._acc_{name}"
+
+    def source(self, src: str | dict[str, str], ref: TypeRef, machine: MachineC) -> str:
+        if isinstance(src, dict):
+            assert ref.kind == "named", "object sources need a named type"
+            args = ", ".join(
+                f"{k}={self.source(v, self.v.field_type(ref.name, k), machine)}"
+                for k, v in src.items()
+            )
+            return f"m.{ref.name}({args})"
+        head, _, tail = src.partition(".")
+        if head == "params":
+            return tail
+        if head == "acc":
+            return self.acc_expr(tail, machine.context[tail].kind)
+        if head == "last":
+            return f"len({self.acc_attr(tail)}) - 1"
+        if head == "field":
+            return f"self.{tail}"
+        if src == "item":
+            return "snap"
+        if src == "part":
+            return "p.snapshot()"
+        if src == "response":
+            return "self.snapshot()"
+        if src == "now":
+            return "now()"
+        if src == "id":
+            return "self.item_id"
+        if src == "status":
+            return "self.status"
+        raise AssertionError(src)
+
+    def event(self, emit: EmitC, machine: MachineC) -> str:
+        ev = self.v.cat.events[emit.event]
+        args = ["sequence_number=next(seq)"]
+        for addr in ADDRESS_FIELDS[ev.address]:
+            args.append(
+                {
+                    "item_id": "item_id=self.item_id",
+                    "output_index": "output_index=self.output_index",
+                    "content_index": "content_index=p.index",
+                    "summary_index": "summary_index=p.index",
+                }[addr]
+            )
+        bindings = self.v.bindings(emit)
+        for b in bindings:
+            args.append(f"{b.name}={self.source(b.source, b.type, machine)}")
+        return f"m.{event_class(emit.event)}({', '.join(args)})"
+
+    def action(self, act: ActionC, machine: MachineC, params: dict[str, Param]) -> str:
+        if act.op == "append":
+            kind: str = machine.context[act.target].kind
+            src = act.source
+            assert isinstance(src, str)
+            value = self.source(src, TypeRef("any"), machine)
+            is_list = src.startswith("params.") and params[src[7:]].type.kind == "list"
+            verb = "extend" if kind == "list" and is_list else "append"
+            return f"{self.acc_attr(act.target)}.{verb}({value})"
+        if act.op == "set":
+            ftype = self.v.stored_type(self.scope, self.owner, act.target)
+            value = self.source(act.source, _strip_null(ftype), machine)
+            if self.scope == "envelope":
+                return f"self.fields[{literal(act.target)}] = {value}"
+            src = act.source
+            if isinstance(src, str) and src.startswith("params.") and not ftype.nullable:
+                if params[src[7:]].type.nullable or params[src[7:]].default is None:
+                    return f"if {value} is not None:\n    self.{act.target} = {value}"
+            return f"self.{act.target} = {value}"
+        value = act.value[7:] if act.value.startswith("params.") else literal(act.value)
+        if self.scope == "envelope":
+            return f'self.fields["status"] = {value}'
+        return f"self.status = {value}"
+
+    def method(self, tr: TransitionC, machine: MachineC, name: str) -> Method:
+        params = {p.name: p for p in tr.params}
+        sig, prelude = self.v.signature(tr.params, self.owner, tr.name)
+        body = [self.action(a, machine, params) for a in tr.actions]
+        events = [e.event for e in tr.emits]
+        emits = [self.event(e, machine) for e in tr.emits]
+        final = tr.target in machine.finals
+        return Method(
+            name=name,
+            doc=tr.doc
+            or f"The {tr.name!r} transition: emits " + (", ".join(events) or "nothing") + ".",
+            signature=sig,
+            prelude=prelude,
+            guard_states=tuple(tr.sources),
+            target=tr.target,
+            body=body,
+            emits=emits,
+            events=events,
+            final=final,
+            transition=tr.name,
+        )
+
+
+def _strip_null(ref: TypeRef) -> TypeRef:
+    return TypeRef(ref.kind, False, ref.item, ref.values, ref.name)
+
+
+class DialectViews:
+    """Builds the views of every template for one dialect."""
+
+    def __init__(self, cat: Catalog, dialect: DialectC) -> None:
+        self.cat = cat
+        self.d = dialect
+        self.constants: dict[str, str] = {}
+
+    def field_type(self, type_name: str, field_name: str) -> TypeRef:
+        if type_name in self.cat.type_fields:
+            return self.cat.type_fields[type_name][field_name]
+        return TypeRef("any")
+
+    def stored_type(self, scope: str, owner: str, name: str) -> TypeRef:
+        if scope == "envelope":
+            return next(f.type for f in self.cat.response_fields if f.name == name)
+        item = self.cat.items[owner]
+        return next(f.type for f in item.fields if f.name == name)
+
+    def bindings(self, emit: EmitC) -> list[Binding]:
+        override = self.d.overrides.get(emit.event)
+        if override is None:
+            return emit.bindings
+        return [
+            Binding(name, ref, src if src is not None else f"params.{name}")
+            for name, (ref, src) in override.items()
+        ]
+
+    def constant(self, value: Any, ref: TypeRef) -> str:
+        """A module-level constant holding a converted default value."""
+        expr = f"msgspec.convert({literal(value)}, type={pytype(_strip_null(ref))})"
+        name = f"_DEFAULT_{len(self.constants)}"
+        for existing, e in self.constants.items():
+            if e == expr:
+                return existing
+        self.constants[name] = expr
+        return name
+
+    def signature(self, params: list[Param], owner: str, tr: str) -> tuple[str, list[str]]:
+        args = ["self"]
+        prelude: list[str] = []
+        for p in sorted(params, key=lambda p: not p.required):
+            annot = pytype(p.type)
+            if p.required:
+                args.append(f"{p.name}: {annot}")
+                continue
+            if p.default is None:
+                args.append(f"{p.name}: {annot if p.type.nullable else annot + ' | None'} = None")
+            elif isinstance(p.default, MUTABLE) or needs_convert(p.type):
+                args.append(f"{p.name}: {annot} | None = None")
+                value = (
+                    self.constant(p.default, p.type)
+                    if needs_convert(p.type)
+                    else literal(p.default)
+                )
+                if needs_convert(p.type) and isinstance(p.default, list):
+                    value = f"list({value})"
+                prelude.append(f"if {p.name} is None:\n    {p.name} = {value}")
+            else:
+                args.append(f"{p.name}: {annot} = {literal(p.default)}")
+        return ", ".join(args), prelude
+
+    # -- items ----------------------------------------------------------------
+    def item(self, item: ItemC) -> ItemView:
+        cls = item_class(item.type)
+        factory = item.type.replace(":", "_").replace("-", "_")
+        ctx = _Ctx(self, "item", item.type)
+        init_params: list[str] = []
+        stored: list[tuple[str, str, str]] = []
+        accs: list[tuple[str, str]] = [(n, a.kind) for n, a in item.machine.context.items()]
+        snap_args = ["id=self.item_id", "status=self.status"]
+        for f in item.fields:
+            spec = f.spec
+            if spec.acc is not None:
+                kind = item.machine.context[spec.acc].kind
+                snap_args.append(f"{f.name}={ctx.acc_expr(spec.acc, kind)}")
+                continue
+            if spec.slot is not None:
+                snap_args.append(f"{f.name}=list(self._slot_{spec.slot})")
+                continue
+            annot = pytype(f.type)
+            if "init" in spec.model_fields_set:
+                value = (
+                    self.constant(spec.init, f.type)
+                    if needs_convert(f.type) and spec.init is not None
+                    else literal(spec.init)
+                )
+                stored.append((f.name, annot, f"{value}"))
+            elif "default" in spec.model_fields_set:
+                if spec.default is None:
+                    opt = annot if f.type.nullable else f"{annot} | None"
+                    init_params.append(f"{f.name}: {opt} = None")
+                    stored.append((f.name, opt, f.name))
+                else:
+                    init_params.append(f"{f.name}: {annot} | None = None")
+                    stored.append(
+                        (
+                            f.name,
+                            annot,
+                            f"{f.name} if {f.name} is not None else {literal(spec.default)}",
+                        )
+                    )
+            else:
+                init_params.append(f"{f.name}: {annot}")
+                stored.append((f.name, annot, f.name))
+            if spec.optional:
+                snap_args.append(f"{f.name}=self.{f.name} if self.{f.name} is not None else UNSET")
+            else:
+                snap_args.append(f"{f.name}=self.{f.name}")
+        snapshot = f"m.{cls}({', '.join(snap_args)})"
+        methods = []
+        for tr in item.machine.transitions.values():
+            meth = ctx.method(tr, item.machine, tr.name)
+            meth.closes_part = meth.final and bool(item.slots)
+            methods.append(meth)
+        parts = []
+        for slot, kinds in item.slots.items():
+            for part_name in kinds:
+                parts.append(self.part(self.cat.parts[part_name], slot, item.type))
+        return ItemView(
+            type=item.type,
+            wire=self.d.item_type(item.type),
+            cls=cls,
+            emitter=cls.removesuffix("Item") + "Emitter",
+            factory=factory,
+            id_prefix=item.id_prefix,
+            doc=item.doc,
+            thin=item.thin,
+            init_params=init_params,
+            stored=stored,
+            status_type="Literal[" + ", ".join(literal(x) for x in item.statuses) + "]",
+            accs=accs,
+            slots=list(item.slots),
+            parts=parts,
+            snapshot=snapshot,
+            methods=methods,
+            initial=item.machine.initial,
+            finals=item.machine.finals,
+            machine=item.machine,
+            events=item.events,
+        )
+
+    def part(self, part: PartC, slot: str, owner: str) -> PartView:
+        ctx = _Ctx(self, "part", owner, part)
+        cls = part_class(part.name)
+        args = []
+        for f in part.fields:
+            if f.spec.acc is not None:
+                kind = part.machine.context[f.spec.acc].kind
+                args.append(f"{f.name}={ctx.acc_expr(f.spec.acc, kind).replace('p.', 'self.')}")
+            else:
+                args.append(f"{f.name}={literal(f.spec.init)}")
+        methods = []
+        for tr in part.machine.transitions.values():
+            meth = ctx.method(tr, part.machine, f"{part.name}_{tr.name}")
+            meth.part = part.name
+            methods.append(meth)
+        return PartView(
+            name=part.name,
+            cls=cls,
+            state_cls=f"_{cls}State",
+            index=part.index,
+            slot=slot,
+            accs=[(n, str(a.kind)) for n, a in part.machine.context.items()],
+            snapshot=f"m.{cls}({', '.join(args)})",
+            methods=methods,
+        )
+
+    # -- envelope and dialect -------------------------------------------------
+    def envelope(self) -> EnvelopeView:
+        ctx = _Ctx(self, "envelope", "envelope")
+        fields = []
+        for f in self.cat.response_fields:
+            default = f.spec.default
+            if default is None:
+                expr = "None"
+            elif needs_convert(f.type):
+                expr = self.constant(default, f.type)
+            else:
+                expr = literal(default)
+            fields.append((f.name, expr))
+        methods = [
+            ctx.method(tr, self.cat.envelope, tr.name)
+            for tr in self.cat.envelope.transitions.values()
+        ]
+        return EnvelopeView(
+            fields=fields,
+            echo=[f.name for f in self.cat.response_fields if f.spec.echo],
+            methods=methods,
+            initial=self.cat.envelope.initial,
+            snapshot="m.Response(**self.fields)",
+        )
+
+    def build(self) -> DialectView:
+        items = [self.item(i) for i in self.cat.items.values()]
+        env = self.envelope()
+        events = [(name, event_class(name), self.d.event_type(name)) for name in self.cat.events]
+        return DialectView(
+            name=self.d.name,
+            doc=self.d.doc,
+            done_sentinel=self.d.done_sentinel,
+            items=items,
+            envelope=env,
+            event_types=events,
+            standard_events=sorted(n for n in self.cat.events if self.d.is_standard_event(n)),
+            extension_events=sorted(n for n in self.cat.events if not self.d.is_standard_event(n)),
+            constants=sorted(self.constants.items()),
+        )
+
+
+def dialect_view(cat: Catalog, dialect: DialectC) -> DialectView:
+    return DialectViews(cat, dialect).build()
