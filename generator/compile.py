@@ -39,6 +39,18 @@ RESERVED_FIELDS = {
     "summary_index",
 }
 ITEM_AUTO_FIELDS = {"type", "id", "status"}
+# Names the generated emitter classes use for themselves.
+RESERVED_MEMBERS = {"state", "status", "snapshot", "closed", "item_id", "output_index", "item_type"}
+RESERVED_ENVELOPE = RESERVED_MEMBERS | {
+    "fields",
+    "seq",
+    "ids",
+    "output",
+    "open_items",
+    "open_item",
+    "close_item",
+    "require_closed_items",
+}
 FIXED_REFS = {"item", "part", "response", "now", "id", "status"}
 
 
@@ -48,6 +60,7 @@ class Param:
     type: TypeRef
     required: bool
     default: Any
+    example: Any = None
 
 
 @dataclass
@@ -281,6 +294,24 @@ class _Builder:
             rfields.append(ResponseFieldC(name, self.typ(env_src, ("response", name), rf.type), rf))
         envelope = self.machine(env_src, (), "envelope", env, "envelope", "", [])
         self.envelope = envelope
+        for tname in envelope.transitions:
+            if tname in RESERVED_ENVELOPE:
+                self.err(
+                    env_src,
+                    ("transitions", tname),
+                    f"transition {tname!r} clashes with a member of the emitter",
+                )
+        for item in self.items.values():
+            factory = item.type.replace(":", "_").replace("-", "_")
+            if factory in envelope.transitions or factory in RESERVED_ENVELOPE:
+                self.errors.append(
+                    SpecError(
+                        item.source,
+                        1,
+                        "type",
+                        f"item type {item.type!r} clashes with a member of the response emitter",
+                    )
+                )
         stored = {f.name for f in rfields}
         for tr in envelope.transitions.values():
             for i, act in enumerate(tr.actions):
@@ -292,6 +323,7 @@ class _Builder:
                     )
 
         dialects: dict[str, DialectC] = {}
+        self.dialect_sources: dict[str, Source] = {}
         for src in by_kind["dialect"]:
             d = src.model
             if d.name in dialects:
@@ -319,6 +351,7 @@ class _Builder:
                 if spec.fields is not None:
                     overrides[ev] = self.event_fields(src, ("events", ev, "fields"), spec.fields)
             required = stored if d.response_required == "all" else set(d.response_required)
+            self.dialect_sources[d.name] = src
             dialects[d.name] = DialectC(
                 d.name,
                 d.doc,
@@ -463,6 +496,8 @@ class _Builder:
             self.ident(src, fpath, fname, "field")
             if fname in ITEM_AUTO_FIELDS:
                 self.err(src, fpath, f"field {fname!r} is filled automatically")
+            elif fname in RESERVED_MEMBERS:
+                self.err(src, fpath, f"field {fname!r} clashes with a member of the emitter")
             if f.acc is not None and f.acc not in context:
                 self.err(src, fpath + ("acc",), f"unknown accumulator {f.acc!r}")
             if f.slot is not None and f.slot not in slots:
@@ -490,6 +525,8 @@ class _Builder:
         for tname, tr in spec.transitions.items():
             tpath = path + ("transitions", tname)
             self.ident(src, tpath, tname, "transition")
+            if tname in RESERVED_MEMBERS or tname.startswith("_"):
+                self.err(src, tpath, f"transition {tname!r} clashes with a member of the emitter")
             transitions[tname] = self.transition(src, tpath, tname, tr, spec, scope, index, fields)
         used: set[str] = set()
         for sname, state in states.items():
@@ -567,6 +604,7 @@ class _Builder:
                         self.typ(src, ppath + ("type",), decl.type),
                         decl.required,
                         decl.default,
+                        decl.example,
                     )
                 )
         pnames = {p.name for p in params}
@@ -674,6 +712,7 @@ class _Builder:
     def check_bindings(self, dialects: dict[str, DialectC]) -> None:
         """Dialect field overrides must still be fillable by every transition that emits the event."""
         for d in dialects.values():
+            src = self.dialect_sources[d.name]
             for ev, fields in d.overrides.items():
                 for owner in self._machines():
                     for tr in owner.transitions.values():

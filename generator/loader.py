@@ -103,6 +103,8 @@ def load_file(path: Path, name: str) -> tuple[Source | None, list[SpecError]]:
         source.model = SPEC_FILE.validate_python(data, by_alias=True)
     except ValidationError as exc:
         for err in exc.errors():
+            if err["type"] == "string_type" and isinstance(err["input"], dict):
+                continue  # the mapping branch of a str-or-mapping key reports the real problem
             loc = tuple(err["loc"])
             errors.append(source.error(_clean_loc(loc, data), _message(err)))
     return (source if not errors else None), errors

@@ -56,6 +56,7 @@ class ParamSpec(Strict):
     default: Any = None
     required: bool = True
     doc: str = ""
+    example: Any = Field(default=None, description="A sample value for generated tests.")
 
 
 ParamDecl = TypeExpr | ParamSpec
@@ -139,6 +140,7 @@ class ItemField(Strict):
     init: Any = None
     default: Any = None
     optional: bool = False
+    example: Any = Field(default=None, description="A sample value for generated tests.")
 
 
 class SlotSpec(Strict):

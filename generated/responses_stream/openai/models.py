@@ -207,7 +207,7 @@ class McpCallItem(Struct, kw_only=True, tag_field="type", tag="mcp_call"):
     name: str
     arguments: str
     output: str | None
-    error: str | None
+    error: dict[str, Any] | None
 
 
 class McpListToolsItem(Struct, kw_only=True, tag_field="type", tag="mcp_list_tools"):

@@ -976,7 +976,7 @@ class McpCallEmitter:
         server_label: str,
         name: str,
         output: str | None = None,
-        error: str | None = None,
+        error: dict[str, Any] | None = None,
     ) -> None:
         self._stream = stream
         self.item_id = id if id is not None else stream.ids("mcp_")
@@ -988,7 +988,7 @@ class McpCallEmitter:
         self.server_label: str = server_label
         self.name: str = name
         self.output: str | None = output
-        self.error: str | None = error
+        self.error: dict[str, Any] | None = error
         self._acc_arguments: list[Any] = []
 
     def snapshot(self) -> m.McpCallItem:
@@ -1095,7 +1095,7 @@ class McpCallEmitter:
         )
         return events
 
-    def fail(self, error: str) -> list[m.Event]:
+    def fail(self, error: dict[str, Any]) -> list[m.Event]:
         "The 'fail' transition: emits response.mcp_call.failed, response.output_item.done."
 
         if self.state != "calling":
@@ -2597,7 +2597,7 @@ class ResponseEmitter(StreamBase):
         server_label: str,
         name: str,
         output: str | None = None,
-        error: str | None = None,
+        error: dict[str, Any] | None = None,
     ) -> McpCallEmitter:
         """A new mcp_call item of this stream; call ``open()`` to start it."""
         return McpCallEmitter(

@@ -211,7 +211,7 @@ class McpCallItem(Struct, kw_only=True, tag_field="type", tag="openai:mcp_call")
     name: str
     arguments: str
     output: str | None
-    error: str | None
+    error: dict[str, Any] | None
 
 
 class McpListToolsItem(Struct, kw_only=True, tag_field="type", tag="openai:mcp_list_tools"):

@@ -1,0 +1,182 @@
+"""Broken specs fail with clear ``file:line`` errors and write nothing.
+
+Each case copies the real ``spec/`` folder, applies one targeted change and runs
+the generator; stderr must equal ``tests/bad_specs/<case>.stderr``.  Rewrite the
+snapshots with ``UPDATE_SNAPSHOTS=1 pytest tests/test_bad_specs.py`` and review them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SNAPSHOTS = Path(__file__).parent / "bad_specs"
+SENTINEL = SNAPSHOTS / "sentinel_out"
+UPDATE = os.environ.get("UPDATE_SNAPSHOTS") == "1"
+FC = "items/function_call.yaml"
+
+# An edit is (file under spec/, old text, new text): ``old`` must occur exactly
+# once and is replaced; ``old=None`` writes ``new`` as the whole file.
+Edit = tuple[str, str | None, str]
+CASES: dict[str, list[Edit]] = {
+    "yaml_syntax": [(FC, "doc: A call to a function", "doc: A call: to a function")],
+    "unknown_event": [
+        (
+            FC,
+            "emit: [response.function_call_arguments.delta]",
+            "emit: [response.function_call_arguments.deltas]",
+        )
+    ],
+    "duplicate_item_type": [
+        ("items/function_call_copy.yaml", None, (ROOT / "spec" / FC).read_text("utf-8"))
+    ],
+    "unreachable_state": [
+        (
+            FC,
+            "  closed: {type: final}",
+            "  orphan: {on: {incomplete: closed}}\n  closed: {type: final}",
+        )
+    ],
+    "unknown_key": [
+        (
+            FC,
+            "    emit: [response.function_call_arguments.delta]",
+            "    emits: [response.function_call_arguments.delta]",
+        )
+    ],
+    "python_keyword": [
+        (FC, "  call_id: {type: string}", "  call_id: {type: string}\n  class: {type: string}")
+    ],
+    "unsafe_identifier": [(FC, "  call_id: {type: string}", "  bad-name: {type: string}")],
+    "unknown_type": [
+        ("events.yaml", "      logprobs: list[Logprob]\n", "      logprobs: list[Logprobs]\n")
+    ],
+    "undefined_transition": [
+        (
+            FC,
+            "done: closed, incomplete: closed}",
+            "done: closed, finish: closed, incomplete: closed}",
+        )
+    ],
+    "multiple_files": [
+        (
+            FC,
+            "emit: [response.function_call_arguments.delta]",
+            "emit: [response.function_call_arguments.deltas]",
+        ),
+        ("events.yaml", "      logprobs: list[Logprob]\n", "      logprobs: list[Logprobs]\n"),
+    ],
+}
+
+
+def apply(spec: Path, edits: list[Edit]) -> None:
+    for rel, old, new in edits:
+        path = spec / rel
+        if old is None:
+            path.write_text(new, encoding="utf-8")
+            continue
+        text = path.read_text(encoding="utf-8")
+        assert text.count(old) == 1, f"{rel}: {old!r} must occur exactly once in the real spec"
+        path.write_text(text.replace(old, new), encoding="utf-8")
+
+
+def tree_hashes(root: Path) -> dict[str, str]:
+    return {
+        p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
+
+
+def generate(spec: Path, out: Path) -> subprocess.CompletedProcess[str]:
+    cmd = [sys.executable, "-m", "generator", "generate", "--spec", str(spec), "--out", str(out)]
+    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
+
+
+def spec_copy(tmp: Path, edits: list[Edit]) -> Path:
+    spec = tmp / "spec"
+    shutil.copytree(ROOT / "spec", spec)
+    apply(spec, edits)
+    return spec
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_bad_spec(case: str, tmp_path: Path) -> None:
+    spec = spec_copy(tmp_path, CASES[case])
+    out = tmp_path / "out"
+    shutil.copytree(SENTINEL, out)
+    before = tree_hashes(tmp_path)  # out, the spec copy (spec.schema.json) and staging leftovers
+    proc = generate(spec, out)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert proc.stdout == ""
+    snapshot = SNAPSHOTS / f"{case}.stderr"
+    if UPDATE:
+        snapshot.write_text(proc.stderr, encoding="utf-8")
+    assert proc.stderr == snapshot.read_text(encoding="utf-8")
+    assert tree_hashes(out) == tree_hashes(SENTINEL)
+    assert tree_hashes(tmp_path) == before
+
+
+def test_bad_spec_leaves_generated_copy_untouched(tmp_path: Path) -> None:
+    spec = spec_copy(tmp_path, CASES["multiple_files"])
+    out = tmp_path / "generated"
+    shutil.copytree(ROOT / "generated", out, ignore=shutil.ignore_patterns("*cache*", "*.pyc"))
+    before = tree_hashes(out)
+    assert before, "the generated/ copy is empty"
+    proc = generate(spec, out)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert tree_hashes(out) == before
+
+
+ITEM_DOC = 'Quotes "double" and \'single\',\na newline, a backslash \\ and """triple""" \\'
+TRANSITION_DOC = "\"\"\"Starts with a triple quote\\n (not a newline)\n\tand ends with '''"
+CHECK_DOCS = """
+import json, sys
+from pathlib import Path
+out = {}
+for dialect in ("openai", "openresponses"):
+    mod = __import__(f"responses_stream.{dialect}.emitters", fromlist=["_"])
+    assert Path(mod.__file__).resolve().is_relative_to(Path(sys.argv[1]).resolve()), mod.__file__
+    cls = mod.ITEM_EMITTERS["function_call"]
+    out[dialect] = [cls.__doc__, cls.delta.__doc__]
+print(json.dumps(out))
+"""
+
+
+def test_doc_strings_round_trip(tmp_path: Path) -> None:
+    spec = spec_copy(
+        tmp_path,
+        [
+            (
+                FC,
+                "doc: A call to a function tool that the client runs.",
+                f"doc: {json.dumps(ITEM_DOC)}",
+            ),
+            (
+                FC,
+                "  delta:\n    params:",
+                f"  delta:\n    doc: {json.dumps(TRANSITION_DOC)}\n    params:",
+            ),
+        ],
+    )
+    out = tmp_path / "out"
+    proc = generate(spec, out)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    compiled = subprocess.run(
+        [sys.executable, "-m", "compileall", "-q", str(out)], capture_output=True, text=True
+    )
+    assert compiled.returncode == 0, compiled.stdout + compiled.stderr
+    env = {**os.environ, "PYTHONPATH": str(out)}
+    cmd = [sys.executable, "-c", CHECK_DOCS, str(out)]
+    proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    docs = json.loads(proc.stdout)
+    assert docs == {d: [ITEM_DOC, TRANSITION_DOC] for d in ("openai", "openresponses")}
