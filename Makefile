@@ -25,10 +25,10 @@ check: install
 lint: install
 	$(BIN)/ruff check generator tests benchmarks
 	$(BIN)/ruff format --check generator tests benchmarks
-	$(BIN)/ruff check --isolated --no-cache --select I,F,UP --line-length 100 generated
+	cd generated && ../$(BIN)/ruff check --isolated --no-cache --select I,F,UP --line-length 100 --target-version py311 .
 
 typecheck: install
-	$(BIN)/mypy --strict generator
+	MYPYPATH=generated $(BIN)/mypy --strict generator
 	cd generated && ../$(BIN)/mypy --strict --no-incremental responses_stream
 
 pytest: install

@@ -728,13 +728,11 @@ class _Builder:
                                 )
                                 for v in sources.values():
                                     if v.startswith("params.") and v[7:] not in pnames:
-                                        self.errors.append(
-                                            SpecError(
-                                                f"dialect {d.name}",
-                                                1,
-                                                f"events.{ev}.fields.{fname}",
-                                                f"transition {owner.name}.{tr.name} has no parameter {v[7:]!r}",
-                                            )
+                                        self.err(
+                                            src,
+                                            ("events", ev, "fields", fname),
+                                            f"transition {owner.name}.{tr.name} has no "
+                                            f"parameter {v[7:]!r}",
                                         )
 
     def _machines(self) -> list[MachineC]:

@@ -31,6 +31,8 @@ def _env() -> jinja2.Environment:
     )
     env.filters["pyrepr"] = literal
     env.filters["pytuple"] = lambda xs: "(" + "".join(f"{literal(x)}, " for x in xs) + ")"
+    env.filters["constname"] = lambda n: "".join(c if c.isalnum() else "_" for c in n).upper()
+    env.filters["pybytes"] = lambda v: repr(v.encode("utf-8"))
     env.filters["json"] = lambda v: json.dumps(v, indent=2, ensure_ascii=False)
     return env
 

@@ -270,13 +270,12 @@ class DialectViews:
                 args.append(f"{p.name}: {annot if p.type.nullable else annot + ' | None'} = None")
             elif isinstance(p.default, MUTABLE) or needs_convert(p.type):
                 args.append(f"{p.name}: {annot} | None = None")
-                value = (
-                    self.constant(p.default, p.type)
-                    if needs_convert(p.type)
-                    else literal(p.default)
-                )
-                if needs_convert(p.type) and isinstance(p.default, list):
-                    value = f"list({value})"
+                if p.default == [] or not needs_convert(p.type):
+                    value = literal(p.default)
+                else:
+                    value = self.constant(p.default, p.type)
+                    if isinstance(p.default, list):
+                        value = f"list({value})"
                 prelude.append(f"if {p.name} is None:\n    {p.name} = {value}")
             else:
                 args.append(f"{p.name}: {annot} = {literal(p.default)}")

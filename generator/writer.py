@@ -13,6 +13,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+# Tool caches that may appear in an output folder; never compared or removed.
+CACHES = {"__pycache__", ".mypy_cache", ".ruff_cache", ".pytest_cache", ".hypothesis"}
 RUFF_CONFIG = ["--line-length", "100", "--target-version", "py311"]
 
 
@@ -59,7 +61,7 @@ def read_tree(root: Path) -> dict[str, bytes]:
         return {}
     out = {}
     for path in sorted(root.rglob("*")):
-        if path.is_file() and "__pycache__" not in path.parts and not path.name.endswith(".pyc"):
+        if path.is_file() and not CACHES.intersection(path.parts) and path.suffix != ".pyc":
             out[path.relative_to(root).as_posix()] = path.read_bytes()
     return out
 

@@ -162,7 +162,8 @@ def validate_openresponses(payload: dict[str, Any], dialect: rs.Dialect) -> list
     instance = payload
     if kind in ENVELOPE:
         response = dict(payload["response"])
-        std, ext = [], []
+        std: list[Any] = []
+        ext: list[Any] = []
         for item in response["output"]:
             (ext if ":" in item["type"] else std).append(item)
         for item in ext:

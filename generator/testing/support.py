@@ -13,7 +13,6 @@ from importlib import resources
 from typing import Any
 
 import msgspec
-
 import responses_stream as rs
 from responses_stream import CountingIds
 
@@ -161,7 +160,8 @@ def validate_openresponses(payload: dict[str, Any], dialect: rs.Dialect) -> list
     instance = payload
     if kind in ENVELOPE:
         response = dict(payload["response"])
-        std, ext = [], []
+        std: list[Any] = []
+        ext: list[Any] = []
         for item in response["output"]:
             (ext if ":" in item["type"] else std).append(item)
         for item in ext:

@@ -19,9 +19,8 @@ from .._runtime.stream import StreamBase, now
 from . import models as m
 
 _DEFAULT_0 = msgspec.convert([], type=list[m.McpTool])
-_DEFAULT_1 = msgspec.convert([], type=list[m.Logprob])
-_DEFAULT_2 = msgspec.convert([], type=list[m.Item])
-_DEFAULT_3 = msgspec.convert(
+_DEFAULT_1 = msgspec.convert([], type=list[m.Item])
+_DEFAULT_2 = msgspec.convert(
     {
         "input_tokens": 0,
         "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
@@ -31,6 +30,128 @@ _DEFAULT_3 = msgspec.convert(
     },
     type=m.Usage,
 )
+_encode = msgspec.json.Encoder().encode
+_PREFIX_RESPONSE_QUEUED = b"event: response.queued\ndata: "
+_PREFIX_RESPONSE_CREATED = b"event: response.created\ndata: "
+_PREFIX_RESPONSE_IN_PROGRESS = b"event: response.in_progress\ndata: "
+_PREFIX_RESPONSE_COMPLETED = b"event: response.completed\ndata: "
+_PREFIX_RESPONSE_INCOMPLETE = b"event: response.incomplete\ndata: "
+_PREFIX_RESPONSE_FAILED = b"event: response.failed\ndata: "
+_PREFIX_ERROR = b"event: error\ndata: "
+_PREFIX_RESPONSE_OUTPUT_ITEM_ADDED = b"event: response.output_item.added\ndata: "
+_PREFIX_RESPONSE_OUTPUT_ITEM_DONE = b"event: response.output_item.done\ndata: "
+_PREFIX_RESPONSE_CONTENT_PART_ADDED = b"event: response.content_part.added\ndata: "
+_PREFIX_RESPONSE_CONTENT_PART_DONE = b"event: response.content_part.done\ndata: "
+_PREFIX_RESPONSE_OUTPUT_TEXT_DELTA = b"event: response.output_text.delta\ndata: "
+_PREFIX_RESPONSE_OUTPUT_TEXT_DONE = b"event: response.output_text.done\ndata: "
+_PREFIX_RESPONSE_OUTPUT_TEXT_ANNOTATION_ADDED = (
+    b"event: response.output_text.annotation.added\ndata: "
+)
+_PREFIX_RESPONSE_REFUSAL_DELTA = b"event: response.refusal.delta\ndata: "
+_PREFIX_RESPONSE_REFUSAL_DONE = b"event: response.refusal.done\ndata: "
+_PREFIX_RESPONSE_REASONING_TEXT_DELTA = b"event: response.reasoning.delta\ndata: "
+_PREFIX_RESPONSE_REASONING_TEXT_DONE = b"event: response.reasoning.done\ndata: "
+_PREFIX_RESPONSE_REASONING_SUMMARY_PART_ADDED = (
+    b"event: response.reasoning_summary_part.added\ndata: "
+)
+_PREFIX_RESPONSE_REASONING_SUMMARY_PART_DONE = (
+    b"event: response.reasoning_summary_part.done\ndata: "
+)
+_PREFIX_RESPONSE_REASONING_SUMMARY_TEXT_DELTA = (
+    b"event: response.reasoning_summary_text.delta\ndata: "
+)
+_PREFIX_RESPONSE_REASONING_SUMMARY_TEXT_DONE = (
+    b"event: response.reasoning_summary_text.done\ndata: "
+)
+_PREFIX_RESPONSE_FUNCTION_CALL_ARGUMENTS_DELTA = (
+    b"event: response.function_call_arguments.delta\ndata: "
+)
+_PREFIX_RESPONSE_FUNCTION_CALL_ARGUMENTS_DONE = (
+    b"event: response.function_call_arguments.done\ndata: "
+)
+_PREFIX_RESPONSE_CUSTOM_TOOL_CALL_INPUT_DELTA = (
+    b"event: openai:response.custom_tool_call_input.delta\ndata: "
+)
+_PREFIX_RESPONSE_CUSTOM_TOOL_CALL_INPUT_DONE = (
+    b"event: openai:response.custom_tool_call_input.done\ndata: "
+)
+_PREFIX_RESPONSE_MCP_CALL_IN_PROGRESS = b"event: openai:response.mcp_call.in_progress\ndata: "
+_PREFIX_RESPONSE_MCP_CALL_ARGUMENTS_DELTA = (
+    b"event: openai:response.mcp_call_arguments.delta\ndata: "
+)
+_PREFIX_RESPONSE_MCP_CALL_ARGUMENTS_DONE = b"event: openai:response.mcp_call_arguments.done\ndata: "
+_PREFIX_RESPONSE_MCP_CALL_COMPLETED = b"event: openai:response.mcp_call.completed\ndata: "
+_PREFIX_RESPONSE_MCP_CALL_FAILED = b"event: openai:response.mcp_call.failed\ndata: "
+_PREFIX_RESPONSE_MCP_LIST_TOOLS_IN_PROGRESS = (
+    b"event: openai:response.mcp_list_tools.in_progress\ndata: "
+)
+_PREFIX_RESPONSE_MCP_LIST_TOOLS_COMPLETED = (
+    b"event: openai:response.mcp_list_tools.completed\ndata: "
+)
+_PREFIX_RESPONSE_MCP_LIST_TOOLS_FAILED = b"event: openai:response.mcp_list_tools.failed\ndata: "
+_PREFIX_RESPONSE_CODE_INTERPRETER_CALL_IN_PROGRESS = (
+    b"event: openai:response.code_interpreter_call.in_progress\ndata: "
+)
+_PREFIX_RESPONSE_CODE_INTERPRETER_CALL_CODE_DELTA = (
+    b"event: openai:response.code_interpreter_call_code.delta\ndata: "
+)
+_PREFIX_RESPONSE_CODE_INTERPRETER_CALL_CODE_DONE = (
+    b"event: openai:response.code_interpreter_call_code.done\ndata: "
+)
+_PREFIX_RESPONSE_CODE_INTERPRETER_CALL_INTERPRETING = (
+    b"event: openai:response.code_interpreter_call.interpreting\ndata: "
+)
+_PREFIX_RESPONSE_CODE_INTERPRETER_CALL_COMPLETED = (
+    b"event: openai:response.code_interpreter_call.completed\ndata: "
+)
+_PREFIX_RESPONSE_WEB_SEARCH_CALL_IN_PROGRESS = (
+    b"event: openai:response.web_search_call.in_progress\ndata: "
+)
+_PREFIX_RESPONSE_WEB_SEARCH_CALL_SEARCHING = (
+    b"event: openai:response.web_search_call.searching\ndata: "
+)
+_PREFIX_RESPONSE_WEB_SEARCH_CALL_COMPLETED = (
+    b"event: openai:response.web_search_call.completed\ndata: "
+)
+_PREFIX_RESPONSE_FILE_SEARCH_CALL_IN_PROGRESS = (
+    b"event: openai:response.file_search_call.in_progress\ndata: "
+)
+_PREFIX_RESPONSE_FILE_SEARCH_CALL_SEARCHING = (
+    b"event: openai:response.file_search_call.searching\ndata: "
+)
+_PREFIX_RESPONSE_FILE_SEARCH_CALL_COMPLETED = (
+    b"event: openai:response.file_search_call.completed\ndata: "
+)
+_PREFIX_RESPONSE_IMAGE_GENERATION_CALL_IN_PROGRESS = (
+    b"event: openai:response.image_generation_call.in_progress\ndata: "
+)
+_PREFIX_RESPONSE_IMAGE_GENERATION_CALL_GENERATING = (
+    b"event: openai:response.image_generation_call.generating\ndata: "
+)
+_PREFIX_RESPONSE_IMAGE_GENERATION_CALL_PARTIAL_IMAGE = (
+    b"event: openai:response.image_generation_call.partial_image\ndata: "
+)
+_PREFIX_RESPONSE_IMAGE_GENERATION_CALL_COMPLETED = (
+    b"event: openai:response.image_generation_call.completed\ndata: "
+)
+_PREFIX_RESPONSE_COMPACTION_COMPACTING = b"event: openai:response.compaction.compacting\ndata: "
+_PREFIX_RESPONSE_SHELL_CALL_COMMAND_ADDED = (
+    b"event: openai:response.shell_call_command.added\ndata: "
+)
+_PREFIX_RESPONSE_SHELL_CALL_COMMAND_DELTA = (
+    b"event: openai:response.shell_call_command.delta\ndata: "
+)
+_PREFIX_RESPONSE_SHELL_CALL_COMMAND_DONE = b"event: openai:response.shell_call_command.done\ndata: "
+_PREFIX_RESPONSE_SHELL_CALL_OUTPUT_CONTENT_DELTA = (
+    b"event: openai:response.shell_call_output_content.delta\ndata: "
+)
+_PREFIX_RESPONSE_SHELL_CALL_OUTPUT_CONTENT_DONE = (
+    b"event: openai:response.shell_call_output_content.done\ndata: "
+)
+_PREFIX_RESPONSE_AUDIO_DELTA = b"event: openai:response.audio.delta\ndata: "
+_PREFIX_RESPONSE_AUDIO_DONE = b"event: openai:response.audio.done\ndata: "
+_PREFIX_RESPONSE_AUDIO_TRANSCRIPT_DELTA = b"event: openai:response.audio.transcript.delta\ndata: "
+_PREFIX_RESPONSE_AUDIO_TRANSCRIPT_DONE = b"event: openai:response.audio.transcript.done\ndata: "
 
 
 class CodeInterpreterCallEmitter:
@@ -1223,7 +1344,7 @@ class McpListToolsEmitter:
     def done(self, tools: list[m.McpTool] | None = None) -> list[m.Event]:
         "The 'done' transition: emits response.mcp_list_tools.completed, response.output_item.done."
         if tools is None:
-            tools = list(_DEFAULT_0)
+            tools = []
 
         if self.state != "listing":
             raise TransitionError("mcp_list_tools", "done", self.state, ("listing",))
@@ -1472,7 +1593,7 @@ class MessageEmitter:
     ) -> list[m.Event]:
         "The 'delta' transition: emits response.output_text.delta."
         if logprobs is None:
-            logprobs = list(_DEFAULT_1)
+            logprobs = []
         p = self._part
         if not isinstance(p, _MessageEmitterOutputTextPartState):
             raise TransitionError(
@@ -1494,6 +1615,33 @@ class MessageEmitter:
                 logprobs=logprobs,
             )
         ]
+
+    def output_text_delta_sse(self, delta: str, logprobs: list[m.Logprob] | None = None) -> bytes:
+        """Like ``output_text_delta``, but returns the event already framed as SSE bytes."""
+        if logprobs is None:
+            logprobs = []
+        p = self._part
+        if not isinstance(p, _MessageEmitterOutputTextPartState) or p.state not in ("streaming",):
+            raise TransitionError(
+                "message", "output_text_delta", "no open output_text part", ("output_text",)
+            )
+        p.text.append(delta)
+        p.logprobs.extend(logprobs)
+        seq = self._stream.seq
+        return (
+            _PREFIX_RESPONSE_OUTPUT_TEXT_DELTA
+            + _encode(
+                m.OutputTextDeltaEvent(
+                    sequence_number=next(seq),
+                    item_id=self.item_id,
+                    output_index=self.output_index,
+                    content_index=p.index,
+                    delta=delta,
+                    logprobs=logprobs,
+                )
+            )
+            + b"\n\n"
+        )
 
     def output_text_annotate(self, annotation: dict[str, Any]) -> list[m.Event]:
         "The 'annotate' transition: emits response.output_text.annotation.added."
@@ -1517,6 +1665,30 @@ class MessageEmitter:
                 annotation=annotation,
             )
         ]
+
+    def output_text_annotate_sse(self, annotation: dict[str, Any]) -> bytes:
+        """Like ``output_text_annotate``, but returns the event already framed as SSE bytes."""
+        p = self._part
+        if not isinstance(p, _MessageEmitterOutputTextPartState) or p.state not in ("streaming",):
+            raise TransitionError(
+                "message", "output_text_annotate", "no open output_text part", ("output_text",)
+            )
+        p.annotations.append(annotation)
+        seq = self._stream.seq
+        return (
+            _PREFIX_RESPONSE_OUTPUT_TEXT_ANNOTATION_ADDED
+            + _encode(
+                m.OutputTextAnnotationAddedEvent(
+                    sequence_number=next(seq),
+                    item_id=self.item_id,
+                    output_index=self.output_index,
+                    content_index=p.index,
+                    annotation_index=len(p.annotations) - 1,
+                    annotation=annotation,
+                )
+            )
+            + b"\n\n"
+        )
 
     def output_text_done(self) -> list[m.Event]:
         "The 'done' transition: emits response.output_text.done, response.content_part.done."
@@ -1590,6 +1762,27 @@ class MessageEmitter:
                 delta=delta,
             )
         ]
+
+    def refusal_delta_sse(self, delta: str) -> bytes:
+        """Like ``refusal_delta``, but returns the event already framed as SSE bytes."""
+        p = self._part
+        if not isinstance(p, _MessageEmitterRefusalPartState) or p.state not in ("streaming",):
+            raise TransitionError("message", "refusal_delta", "no open refusal part", ("refusal",))
+        p.refusal.append(delta)
+        seq = self._stream.seq
+        return (
+            _PREFIX_RESPONSE_REFUSAL_DELTA
+            + _encode(
+                m.RefusalDeltaEvent(
+                    sequence_number=next(seq),
+                    item_id=self.item_id,
+                    output_index=self.output_index,
+                    content_index=p.index,
+                    delta=delta,
+                )
+            )
+            + b"\n\n"
+        )
 
     def refusal_done(self) -> list[m.Event]:
         "The 'done' transition: emits response.refusal.done, response.content_part.done."
@@ -1810,6 +2003,31 @@ class ReasoningEmitter:
             )
         ]
 
+    def summary_text_delta_sse(self, delta: str) -> bytes:
+        """Like ``summary_text_delta``, but returns the event already framed as SSE bytes."""
+        p = self._part
+        if not isinstance(p, _ReasoningEmitterSummaryTextPartState) or p.state not in (
+            "streaming",
+        ):
+            raise TransitionError(
+                "reasoning", "summary_text_delta", "no open summary_text part", ("summary_text",)
+            )
+        p.text.append(delta)
+        seq = self._stream.seq
+        return (
+            _PREFIX_RESPONSE_REASONING_SUMMARY_TEXT_DELTA
+            + _encode(
+                m.ReasoningSummaryTextDeltaEvent(
+                    sequence_number=next(seq),
+                    item_id=self.item_id,
+                    output_index=self.output_index,
+                    summary_index=p.index,
+                    delta=delta,
+                )
+            )
+            + b"\n\n"
+        )
+
     def summary_text_done(self) -> list[m.Event]:
         "The 'done' transition: emits response.reasoning_summary_text.done, response.reasoning_summary_part.done."
         p = self._part
@@ -1888,6 +2106,34 @@ class ReasoningEmitter:
                 delta=delta,
             )
         ]
+
+    def reasoning_text_delta_sse(self, delta: str) -> bytes:
+        """Like ``reasoning_text_delta``, but returns the event already framed as SSE bytes."""
+        p = self._part
+        if not isinstance(p, _ReasoningEmitterReasoningTextPartState) or p.state not in (
+            "streaming",
+        ):
+            raise TransitionError(
+                "reasoning",
+                "reasoning_text_delta",
+                "no open reasoning_text part",
+                ("reasoning_text",),
+            )
+        p.text.append(delta)
+        seq = self._stream.seq
+        return (
+            _PREFIX_RESPONSE_REASONING_TEXT_DELTA
+            + _encode(
+                m.ReasoningTextDeltaEvent(
+                    sequence_number=next(seq),
+                    item_id=self.item_id,
+                    output_index=self.output_index,
+                    content_index=p.index,
+                    delta=delta,
+                )
+            )
+            + b"\n\n"
+        )
 
     def reasoning_text_done(self) -> list[m.Event]:
         "The 'done' transition: emits response.reasoning_text.done, response.content_part.done."
@@ -2331,7 +2577,7 @@ class ResponseEmitter(StreamBase):
             "model": "",
             "previous_response_id": None,
             "instructions": None,
-            "output": _DEFAULT_2,
+            "output": _DEFAULT_1,
             "error": None,
             "tools": [],
             "tool_choice": "auto",
@@ -2460,7 +2706,7 @@ class ResponseEmitter(StreamBase):
     def completed(self, usage: m.Usage | None = None) -> list[m.Event]:
         "The 'completed' transition: emits response.completed."
         if usage is None:
-            usage = _DEFAULT_3
+            usage = _DEFAULT_2
 
         if self.state != "running":
             raise TransitionError("response", "completed", self.state, ("running",))
@@ -2478,7 +2724,7 @@ class ResponseEmitter(StreamBase):
     ) -> list[m.Event]:
         "The 'incomplete' transition: emits response.incomplete."
         if usage is None:
-            usage = _DEFAULT_3
+            usage = _DEFAULT_2
 
         if self.state != "running":
             raise TransitionError("response", "incomplete", self.state, ("running",))
@@ -2530,7 +2776,7 @@ class ResponseEmitter(StreamBase):
     ) -> list[m.Event]:
         "The 'failed' transition: emits response.failed."
         if usage is None:
-            usage = _DEFAULT_3
+            usage = _DEFAULT_2
 
         if self.state not in (
             "queued",

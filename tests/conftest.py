@@ -1,0 +1,11 @@
+"""Put the committed generated package and its test support on the import path."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+for path in (ROOT / "generated", ROOT / "generated" / "tests"):
+    if str(path) not in sys.path:
+        sys.path.insert(0, str(path))
