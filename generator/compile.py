@@ -51,6 +51,15 @@ RESERVED_ENVELOPE = RESERVED_MEMBERS | {
     "close_item",
     "require_closed_items",
 }
+HARMONY_SOURCES = {
+    "recipient",
+    "recipient.head",
+    "recipient.rest",
+    "recipient.last",
+    "recipient.second",
+    "call_id",
+    "text",
+}
 FIXED_REFS = {"item", "part", "response", "now", "id", "status"}
 
 
@@ -196,6 +205,8 @@ class Catalog:
     response_fields: list[ResponseFieldC]
     dialects: dict[str, DialectC]
     sources: list[str]
+    chat_routes: sm.ChatRoutesFile | None = None
+    harmony_routes: sm.HarmonyRoutesFile | None = None
 
 
 class _Builder:
@@ -366,6 +377,12 @@ class _Builder:
         if "openai" not in dialects:
             self.errors.append(SpecError("spec", 1, "-", "the 'openai' dialect is required"))
         self.check_bindings(dialects)
+        chat = self.single(by_kind, "chat_routes")
+        harmony = self.single(by_kind, "harmony_routes")
+        if chat is not None:
+            self.check_chat(chat)
+        if harmony is not None:
+            self.check_harmony(harmony)
         if self.errors:
             raise SpecErrors(self.errors)
         return Catalog(
@@ -378,7 +395,89 @@ class _Builder:
             rfields,
             dialects,
             [s.name for s in self.sources],
+            chat.model if chat else None,
+            harmony.model if harmony else None,
         )
+
+    # -- routes ---------------------------------------------------------------
+    def single(self, by_kind: dict[str, list[Source]], kind: str) -> Source | None:
+        found = by_kind.get(kind, [])
+        for src in found[1:]:
+            self.err(src, ("kind",), f"a second {kind} spec; there may be only one")
+        return found[0] if found else None
+
+    def check_item_part(
+        self, src: Source, path: tuple[str | int, ...], item: str, part: str | None
+    ) -> ItemC | None:
+        it = self.items.get(item)
+        if it is None:
+            self.err(src, path + ("item",), f"unknown item type {item!r}")
+            return None
+        if part is not None and not any(part in kinds for kinds in it.slots.values()):
+            self.err(src, path + ("part",), f"item {item!r} has no slot for part {part!r}")
+        return it
+
+    def check_chat(self, src: Source) -> None:
+        spec: sm.ChatRoutesFile = src.model
+        for key, route in spec.fields.items():
+            self.check_item_part(src, ("fields", key), route.item, route.part)
+        for kind in ("function", "custom"):
+            it = self.check_item_part(src, ("tool_calls",), getattr(spec.tool_calls, kind), None)
+            if it is not None:
+                fields = {f.name for f in it.fields}
+                if {"name", "call_id"} - fields or "delta" not in it.machine.transitions:
+                    self.err(
+                        src,
+                        ("tool_calls", kind),
+                        f"item {it.type!r} needs name and call_id fields and a delta transition",
+                    )
+
+    def check_harmony(self, src: Source) -> None:
+        spec: sm.HarmonyRoutesFile = src.model
+        for i, route in enumerate(spec.routes):
+            path: tuple[str | int, ...] = ("routes", i)
+            it = self.check_item_part(src, path, route.item, route.part)
+            if it is None:
+                continue
+            m = it.machine
+            if route.part is None and not route.buffer and "delta" not in m.transitions:
+                self.err(src, path, f"item {it.type!r} takes no deltas; set part or buffer: true")
+            for j, name in enumerate(route.finish):
+                if name not in m.transitions:
+                    self.err(
+                        src, path + ("finish", j), f"item {it.type!r} has no transition {name!r}"
+                    )
+            init = {f.name for f in it.fields if not (f.spec.acc or f.spec.slot)}
+            for key, value in route.open.items():
+                if key not in init:
+                    self.err(src, path + ("open", key), f"item {it.type!r} has no field {key!r}")
+                self.harmony_source(src, path + ("open", key), value)
+            done = m.transitions.get("done")
+            params = {p.name for p in done.params} if done else set()
+            for key, value in route.close.items():
+                if key not in params:
+                    self.err(
+                        src,
+                        path + ("close", key),
+                        f"'done' of {it.type!r} has no parameter {key!r}",
+                    )
+                self.harmony_source(src, path + ("close", key), value)
+
+    def harmony_source(
+        self, src: Source, path: tuple[str | int, ...], value: str | dict[str, str]
+    ) -> None:
+        if isinstance(value, dict):
+            for k, v in value.items():
+                self.harmony_source(src, path + (k,), v)
+            return
+        head = value.split("|", 1)[0]
+        ok = (
+            head.startswith("=")
+            or head in HARMONY_SOURCES
+            or (head.startswith("args.") and len(head) > 5)
+        )
+        if not ok:
+            self.err(src, path, f"bad harmony source {value!r}")
 
     # -- events ---------------------------------------------------------------
     def add_events(

@@ -13,6 +13,7 @@ from .models import render_models
 from .pyexpr import literal
 from .scenarios import acc_pairs, address_fields, scenarios
 from .schema import dialect_schema
+from .tables import tables
 from .views import dialect_view
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -101,7 +102,18 @@ def render_all(cat: Catalog, spec_dir: Path) -> dict[str, str]:
         files[f"{pkg}/{name}/__init__.py"] = env.get_template("dialect_init.py.j2").render(ctx)
     ctx = {"views": views, "cat": cat, "header": header(sources)}
     files[f"{pkg}/__init__.py"] = env.get_template("package_init.py.j2").render(ctx)
+    files[f"{pkg}/__main__.py"] = env.get_template("package_main.py.j2").render(ctx)
     files["pyproject.toml"] = env.get_template("pyproject.toml.j2").render(ctx)
+    files[f"{pkg}/tables.py"] = env.get_template("tables.py.j2").render(
+        {
+            "header": header(sources),
+            "tables": tables(cat),
+            "chat": cat.chat_routes.model_dump(exclude={"kind"}) if cat.chat_routes else {},
+            "harmony": (
+                [r.model_dump() for r in cat.harmony_routes.routes] if cat.harmony_routes else []
+            ),
+        }
+    )
     for path in sorted(RUNTIME.rglob("*.py")):
         rel = path.relative_to(RUNTIME).as_posix()
         text = path.read_text(encoding="utf-8")

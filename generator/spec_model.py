@@ -240,8 +240,77 @@ class DialectFile(Strict):
     framing: Framing = Framing()
 
 
+class ChatFieldRoute(Strict):
+    item: str = Field(description="The item type that takes this delta field.")
+    part: str = Field(description="The part kind, opened in that item, that takes the text.")
+
+
+class ChatToolRoute(Strict):
+    function: str = Field(description="Item type for calls to function tools.")
+    custom: str = Field(description="Item type for calls to custom tools.")
+
+
+class ChatRoutesFile(Strict):
+    kind: Literal["chat_routes"]
+    doc: str = ""
+    fields: dict[str, ChatFieldRoute] = Field(
+        description="Delta key -> item and part, handled in this order within a delta."
+    )
+    tool_calls: ChatToolRoute
+    finish_reasons: dict[str, Literal["completed", "max_output_tokens", "content_filter"]]
+
+
+HarmonySource = Annotated[
+    str,
+    Field(
+        description=(
+            "recipient, recipient.head/.rest/.last/.second, call_id, text, args.KEY, "
+            "=literal; SOURCE|=literal gives a fallback."
+        )
+    ),
+]
+
+
+class HarmonyMatch(Strict):
+    channel: str | None = None
+    recipient: str | None = None
+    recipient_prefix: str | None = None
+    no_recipient: bool = False
+    any_recipient: bool = False
+
+
+class HarmonyRoute(Strict):
+    match: HarmonyMatch
+    item: str
+    part: str | None = Field(default=None, description="Part kind that takes the text.")
+    buffer: bool = Field(default=False, description="Collect the text; the item takes no deltas.")
+    tool: bool = Field(
+        default=False, description="Resolve the name against the request's tools (namespaces)."
+    )
+    open: dict[str, HarmonySource | dict[str, HarmonySource]] = Field(default_factory=dict)
+    finish: list[str] = Field(
+        default_factory=list, description="Transitions run at the end of the message."
+    )
+    close: dict[str, HarmonySource | dict[str, HarmonySource]] = Field(
+        default_factory=dict, description="Parameters of the closing 'done' transition."
+    )
+
+
+class HarmonyRoutesFile(Strict):
+    kind: Literal["harmony_routes"]
+    doc: str = ""
+    routes: list[HarmonyRoute]
+
+
 SpecFile = Annotated[
-    PartsFile | ItemFile | EventsFile | TypesFile | EnvelopeFile | DialectFile,
+    PartsFile
+    | ItemFile
+    | EventsFile
+    | TypesFile
+    | EnvelopeFile
+    | DialectFile
+    | ChatRoutesFile
+    | HarmonyRoutesFile,
     Field(discriminator="kind"),
 ]
 SPEC_FILE: TypeAdapter[Any] = TypeAdapter(SpecFile)

@@ -21,6 +21,8 @@ class Dialect:
     item_types: dict[str, str]  # spec item type -> wire type
     models: ModuleType
     emitter: Any  # the dialect's ResponseEmitter class
+    item_emitters: dict[str, Any]  # spec item type -> emitter class
+    tables: ModuleType  # the package's state machine and routing tables
 
     def encoder(self) -> SSEEncoder:
         """An SSE encoder with this dialect's framing."""
