@@ -205,6 +205,7 @@ class Catalog:
     response_fields: list[ResponseFieldC]
     dialects: dict[str, DialectC]
     sources: list[str]
+    items_in: str = ""
     chat_routes: sm.ChatRoutesFile | None = None
     harmony_routes: sm.HarmonyRoutesFile | None = None
 
@@ -305,6 +306,9 @@ class _Builder:
             rfields.append(ResponseFieldC(name, self.typ(env_src, ("response", name), rf.type), rf))
         envelope = self.machine(env_src, (), "envelope", env, "envelope", "", [])
         self.envelope = envelope
+        if env.items_in not in env.states:
+            self.err(env_src, ("items_in",), f"unknown state {env.items_in!r}")
+        self.items_in = env.items_in
         for tname in envelope.transitions:
             if tname in RESERVED_ENVELOPE:
                 self.err(
@@ -395,6 +399,7 @@ class _Builder:
             rfields,
             dialects,
             [s.name for s in self.sources],
+            self.items_in,
             chat.model if chat else None,
             harmony.model if harmony else None,
         )

@@ -141,6 +141,9 @@ class ItemField(Strict):
     default: Any = None
     optional: bool = False
     example: Any = Field(default=None, description="A sample value for generated tests.")
+    format: Literal["json"] | None = Field(
+        default=None, description="The text must parse as this format when the item completes."
+    )
 
 
 class SlotSpec(Strict):
@@ -212,6 +215,7 @@ class ResponseField(Strict):
 class EnvelopeFile(Machine):
     kind: Literal["envelope"]
     doc: str = ""
+    items_in: str = Field(description="The state in which items may stream.")
     response: dict[str, ResponseField]
 
 

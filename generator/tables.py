@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
-from .compile import Catalog, ItemC, MachineC, TransitionC
+from .compile import Catalog, FieldC, ItemC, MachineC, TransitionC
 
 TERMINAL = {"done": "completed", "incomplete": "incomplete", "fail": "failed"}
 
@@ -78,6 +78,19 @@ def _machine(m: MachineC) -> dict[str, Any]:
     }
 
 
+def _field(f: FieldC) -> dict[str, Any]:
+    out: dict[str, Any] = (
+        {"acc": f.spec.acc}
+        if f.spec.acc
+        else {"slot": f.spec.slot}
+        if f.spec.slot
+        else {"stored": True}
+    )
+    if f.spec.format:
+        out["format"] = f.spec.format
+    return out
+
+
 def item_table(cat: Catalog, item: ItemC) -> dict[str, Any]:
     m = item.machine
     table = _machine(m)
@@ -86,16 +99,7 @@ def item_table(cat: Catalog, item: ItemC) -> dict[str, Any]:
             "id_prefix": item.id_prefix,
             "statuses": list(item.statuses),
             "slots": {slot: list(parts) for slot, parts in item.slots.items()},
-            "fields": {
-                f.name: (
-                    {"acc": f.spec.acc}
-                    if f.spec.acc
-                    else {"slot": f.spec.slot}
-                    if f.spec.slot
-                    else {"stored": True}
-                )
-                for f in item.fields
-            },
+            "fields": {f.name: _field(f) for f in item.fields},
             "progress": _progress_paths(m),
             "delta": "delta" if "delta" in m.transitions else None,
         }
@@ -108,10 +112,15 @@ def tables(cat: Catalog) -> dict[str, Any]:
     return {
         "items": {name: item_table(cat, item) for name, item in cat.items.items()},
         "parts": {
-            name: {**_machine(part.machine), "wire": part.wire, "index": part.index}
+            name: {
+                **_machine(part.machine),
+                "wire": part.wire,
+                "index": part.index,
+                "fields": {f.name: {"acc": f.spec.acc} for f in part.fields if f.spec.acc},
+            }
             for name, part in cat.parts.items()
         },
-        "envelope": _machine(cat.envelope),
+        "envelope": {**_machine(cat.envelope), "items_in": cat.items_in},
         "events": {
             name: {"address": ev.address, "fields": list(ev.fields)}
             for name, ev in cat.events.items()

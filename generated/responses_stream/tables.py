@@ -299,7 +299,7 @@ ITEMS: dict[str, dict[str, Any]] = {
             "call_id": {"stored": True},
             "name": {"stored": True},
             "namespace": {"stored": True},
-            "arguments": {"acc": "arguments"},
+            "arguments": {"acc": "arguments", "format": "json"},
         },
         "progress": {"streaming": []},
         "delta": "delta",
@@ -445,7 +445,7 @@ ITEMS: dict[str, dict[str, Any]] = {
         "fields": {
             "server_label": {"stored": True},
             "name": {"stored": True},
-            "arguments": {"acc": "arguments"},
+            "arguments": {"acc": "arguments", "format": "json"},
             "output": {"stored": True},
             "error": {"stored": True},
         },
@@ -784,6 +784,11 @@ PARTS: dict[str, dict[str, Any]] = {
         },
         "wire": "output_text",
         "index": "content_index",
+        "fields": {
+            "text": {"acc": "text"},
+            "annotations": {"acc": "annotations"},
+            "logprobs": {"acc": "logprobs"},
+        },
     },
     "refusal": {
         "initial": "pending",
@@ -825,6 +830,7 @@ PARTS: dict[str, dict[str, Any]] = {
         },
         "wire": "refusal",
         "index": "content_index",
+        "fields": {"refusal": {"acc": "refusal"}},
     },
     "reasoning_text": {
         "initial": "pending",
@@ -866,6 +872,7 @@ PARTS: dict[str, dict[str, Any]] = {
         },
         "wire": "reasoning_text",
         "index": "content_index",
+        "fields": {"text": {"acc": "text"}},
     },
     "summary_text": {
         "initial": "pending",
@@ -910,6 +917,7 @@ PARTS: dict[str, dict[str, Any]] = {
         },
         "wire": "summary_text",
         "index": "summary_index",
+        "fields": {"text": {"acc": "text"}},
     },
 }
 
@@ -1013,6 +1021,7 @@ ENVELOPE: dict[str, Any] = {
         },
     },
     "accumulators": {},
+    "items_in": "running",
 }
 
 EVENTS: dict[str, dict[str, Any]] = {

@@ -76,7 +76,10 @@ def drive(dialect_name: str, item_type: str, scenario: dict[str, Any]) -> Run:
         events = method(**_convert_kwargs(method, step["kwargs"]))
         run.steps.append(events)
         run.stream += events
-    run.stream += resp.completed()
+    if scenario["final_status"] == "incomplete":
+        run.stream += resp.incomplete(reason="max_output_tokens")
+    else:
+        run.stream += resp.completed()
     return run
 
 

@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from .api import chat_data_lines, sse_from_chat
+from .sse_parse import parse_sse
+from .validate import ERROR, StreamValidator
 
 
 def _request(path: Path | None) -> dict[str, Any] | None:
@@ -33,6 +35,43 @@ def cmd_from_chat(args: argparse.Namespace) -> int:
     return 0
 
 
+def _read(name: str) -> bytes:
+    if name == "-":
+        return sys.stdin.buffer.read()
+    return Path(name).read_bytes()
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    try:
+        data = _read(args.file)
+    except OSError as exc:
+        print(f"cannot read {args.file}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    validator = StreamValidator(args.dialect)
+    for message in parse_sse([data]):
+        validator.feed_raw(message.data, message.event)
+    violations = validator.finish()
+    errors = [v for v in violations if v.severity == ERROR]
+    if args.json:
+        report = {
+            "valid": not errors,
+            "dialect": args.dialect,
+            "events": validator.index,
+            "violations": [v.to_dict() for v in violations],
+        }
+        print(json.dumps(report, indent=2, ensure_ascii=False))
+    else:
+        for v in violations:
+            print(v)
+        status = "valid" if not errors else "invalid"
+        print(
+            f"{status}: {validator.index} events, {len(errors)} errors, "
+            f"{len(violations) - len(errors)} warnings",
+            file=sys.stderr,
+        )
+    return 0 if not errors else 1
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m responses_stream")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -41,6 +80,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--request", type=Path, help="the original /v1/responses request body (JSON)")
     p.add_argument("--model", help="model name for the Response (default: the request's)")
     p.set_defaults(func=cmd_from_chat)
+    v = sub.add_parser("validate", help="check a Responses SSE stream against the protocol")
+    v.add_argument("--dialect", choices=["openai", "openresponses"], default="openai")
+    v.add_argument("--json", action="store_true", help="report as JSON")
+    v.add_argument("file", help="an SSE file, or - for stdin")
+    v.set_defaults(func=cmd_validate)
     args = parser.parse_args(argv)
     code: int = args.func(args)
     return code

@@ -1,0 +1,593 @@
+"""Conformance validator for Responses event streams, driven by the spec's state machines.
+
+Nothing here is written per event type.  The envelope, item and part
+machines come from the generated tables; an event is legal when some
+transition of its machine, from the current state, emits it next.  Payloads
+are checked against the dialect's generated models.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import msgspec
+
+from .dialect import Dialect
+from .processor import get_dialect
+
+ERROR = "error"
+WARNING = "warning"
+TERMINALS = ("response.completed", "response.incomplete", "response.failed")
+INCOMPLETE_REASONS = ("max_output_tokens", "content_filter")
+# Events that some servers send but no dialect of the protocol defines.
+KNOWN_NON_STANDARD = {
+    "response.reasoning_part.added": "vLLM's reasoning part event",
+    "response.reasoning_part.done": "vLLM's reasoning part event",
+}
+
+
+@dataclass(frozen=True)
+class Violation:
+    """One broken rule, at one event of the stream."""
+
+    rule: str
+    severity: str
+    index: int  # position of the event in the stream, from 0
+    sequence_number: int | None
+    message: str
+
+    def __str__(self) -> str:
+        seq = "-" if self.sequence_number is None else str(self.sequence_number)
+        return f"#{self.index} seq={seq} {self.severity} {self.rule}: {self.message}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+Config = tuple[str, tuple[str, ...]]  # (state, events still to come from the transition)
+
+
+class _Machine:
+    """Nondeterministic run of a spec machine over the events it emits."""
+
+    def __init__(self, table: Mapping[str, Any]) -> None:
+        self.table = table
+        self.configs: set[Config] = {(table["initial"], ())}
+
+    def _closure(self, configs: set[Config]) -> set[Config]:
+        out = set(configs)
+        todo = [c for c in configs if not c[1]]
+        while todo:
+            state, _ = todo.pop()
+            for name, target in self.table["states"].get(state, {}).items():
+                if not self.table["transitions"][name]["emits"] and (target, ()) not in out:
+                    out.add((target, ()))
+                    todo.append((target, ()))
+        return out
+
+    def step(self, event: str) -> bool:
+        nxt: set[Config] = set()
+        for state, rest in self._closure(self.configs):
+            if rest:
+                if rest[0] == event:
+                    nxt.add((state, rest[1:]))
+                continue
+            for name, target in self.table["states"].get(state, {}).items():
+                emits = self.table["transitions"][name]["emits"]
+                if emits and emits[0] == event:
+                    nxt.add((target, tuple(emits[1:])))
+        if not nxt:
+            return False
+        self.configs = nxt
+        return True
+
+    def expects(self, event: str) -> bool:
+        """Whether ``event`` could come next."""
+        saved = self.configs
+        ok = self.step(event)
+        self.configs = saved
+        return ok
+
+    @property
+    def finished(self) -> bool:
+        return any(not rest and s in self.table["finals"] for s, rest in self.configs)
+
+    @property
+    def mid_transition(self) -> bool:
+        return all(rest for _, rest in self.configs)
+
+    @property
+    def states(self) -> set[str]:
+        return {s for s, _ in self.configs}
+
+
+@dataclass
+class _Part:
+    kind: str
+    machine: _Machine
+    accs: dict[str, Any] = field(default_factory=dict)
+    done: dict[str, Any] | None = None
+
+
+@dataclass
+class _Item:
+    type: str | None  # spec item type, None when the spec has no such item
+    item_id: str
+    output_index: int
+    machine: _Machine | None
+    added: dict[str, Any]
+    accs: dict[str, Any] = field(default_factory=dict)
+    parts: dict[str, list[_Part]] = field(default_factory=dict)  # index key -> parts
+    done: dict[str, Any] | None = None
+
+    def open_parts(self) -> list[_Part]:
+        return [p for ps in self.parts.values() for p in ps if not p.machine.finished]
+
+
+class StreamValidator:
+    """Checks a stream event by event; ``violations`` collects what it finds."""
+
+    def __init__(self, dialect: Dialect | str = "openai") -> None:
+        self.dialect = get_dialect(dialect)
+        t = self.dialect.tables
+        self.items_table: Mapping[str, Any] = t.ITEMS
+        self.parts_table: Mapping[str, Any] = t.PARTS
+        self.events_table: Mapping[str, Any] = t.EVENTS
+        self.envelope = _Machine(t.ENVELOPE)
+        self.items_in: str = t.ENVELOPE["items_in"]
+        self.wire = self.dialect.wire_types
+        self.item_kinds = {wire: spec for spec, wire in self.dialect.item_types.items()}
+        self.part_kinds = {p["wire"]: k for k, p in self.parts_table.items()}
+        self.event_type = msgspec.json.Decoder(self.dialect.models.Event)
+        self.violations: list[Violation] = []
+        self.items: dict[int, _Item] = {}
+        self.by_id: dict[str, _Item] = {}
+        self.index = -1
+        self.seq: int | None = None
+        self.last_seq: int | None = None
+        self.terminal: str | None = None
+        self.pending_error = False
+        self.open_item: _Item | None = None
+
+    # -- reporting ------------------------------------------------------------
+    def _add(self, rule: str, message: str, severity: str = ERROR) -> None:
+        self.violations.append(Violation(rule, severity, self.index, self.seq, message))
+
+    @property
+    def errors(self) -> list[Violation]:
+        return [v for v in self.violations if v.severity == ERROR]
+
+    # -- input ----------------------------------------------------------------
+    def feed_raw(self, data: str, event: str | None = None) -> None:
+        """One SSE message: its ``data`` text and its ``event:`` name, if any."""
+        if data.strip() == "[DONE]":
+            return
+        try:
+            payload = json.loads(data)
+        except ValueError as exc:
+            self.index += 1
+            self.seq = None
+            self._add("MALFORMED_JSON", f"data is not JSON: {exc}")
+            return
+        self.feed(payload, event)
+
+    def feed(self, payload: Any, event: str | None = None) -> None:
+        """One event payload (a parsed JSON object)."""
+        self.index += 1
+        self.seq = None
+        if not isinstance(payload, Mapping) or not isinstance(payload.get("type"), str):
+            if isinstance(payload, Mapping) and "error" in payload:
+                self._add(
+                    "BARE_ERROR",
+                    "an error object without a type; send 'error' then 'response.failed'",
+                )
+            else:
+                self._add("MALFORMED_EVENT", "an event must be a JSON object with a string 'type'")
+            return
+        kind: str = payload["type"]
+        seq = payload.get("sequence_number")
+        self.seq = seq if isinstance(seq, int) else None
+        if event is not None and event != kind:
+            self._add("EVENT_NAME_MISMATCH", f"SSE event {event!r} but JSON type {kind!r}")
+        self._sequence(seq)
+        if self.terminal is not None:
+            self._add("EVENT_AFTER_TERMINAL", f"{kind} after {self.terminal}")
+            return
+        name = self.wire.get(kind)
+        if name is None:
+            self._unknown(kind)
+            return
+        self._schema(payload, kind)
+        if self.pending_error and name != "response.failed":
+            self._add(
+                "ERROR_WITHOUT_FAILED", "an 'error' event must be followed by response.failed"
+            )
+        self.pending_error = name == "error"
+        address = self.events_table[name]["address"]
+        if address == "none":
+            self._envelope(name, payload)
+        elif address in ("output", "item"):
+            self._item_event(name, payload)
+        else:
+            self._part_event(name, payload, address)
+
+    def finish(self) -> list[Violation]:
+        """End of input: report what never closed."""
+        self.index += 1
+        self.seq = None
+        if self.terminal is None:
+            self._add(
+                "MISSING_TERMINAL",
+                "the stream ended without response.completed, "
+                "response.incomplete or response.failed",
+            )
+            for item in self.items.values():
+                if item.done is None:
+                    self._add(
+                        "MISSING_DONE",
+                        f"item {item.item_id} (output_index "
+                        f"{item.output_index}) never got output_item.done",
+                    )
+        return self.violations
+
+    # -- rules ----------------------------------------------------------------
+    def _sequence(self, seq: Any) -> None:
+        if not isinstance(seq, int) or isinstance(seq, bool):
+            self._add("SEQ_MISSING", "sequence_number is missing or not an integer")
+            return
+        if self.last_seq is None:
+            if seq != 0:
+                self._add("SEQ_NOT_FROM_ZERO", f"sequence_number starts at {seq}, not 0")
+        elif seq <= self.last_seq:
+            self._add("SEQ_NOT_INCREASING", f"sequence_number {seq} after {self.last_seq}")
+        self.last_seq = seq
+
+    def _unknown(self, kind: str) -> None:
+        if kind in KNOWN_NON_STANDARD:
+            self._add(
+                "NON_STANDARD_EVENT",
+                f"{kind} is not in the {self.dialect.name} protocol ({KNOWN_NON_STANDARD[kind]})",
+            )
+        elif ":" in kind:
+            self._add(
+                "EXTENSION_EVENT",
+                f"{kind} is a provider extension the spec does not describe; not checked",
+                WARNING,
+            )
+        else:
+            self._add(
+                "NON_STANDARD_EVENT", f"{kind} is not an event of the {self.dialect.name} dialect"
+            )
+
+    def _schema(self, payload: Mapping[str, Any], kind: str) -> None:
+        try:
+            self.event_type.decode(json.dumps(payload))
+        except msgspec.ValidationError as exc:
+            self._add("SCHEMA_INVALID", f"{kind}: {exc}")
+
+    def _envelope(self, name: str, payload: Mapping[str, Any]) -> None:
+        if self.index == 0 and name not in ("response.created", "response.queued"):
+            self._add(
+                "CREATED_NOT_FIRST", f"the first event is {payload['type']}, not response.created"
+            )
+        if not self.envelope.step(name):
+            self._add(
+                "ENVELOPE_ORDER",
+                f"{payload['type']} is not allowed in envelope state "
+                f"{sorted(self.envelope.states)}",
+            )
+        if name in TERMINALS:
+            self.terminal = payload["type"]
+            self._terminal(name, payload)
+
+    def _terminal(self, name: str, payload: Mapping[str, Any]) -> None:
+        response = payload.get("response")
+        if not isinstance(response, Mapping):
+            return
+        for item in self.items.values():
+            if item.done is None:
+                self._add(
+                    "MISSING_DONE",
+                    f"item {item.item_id} (output_index "
+                    f"{item.output_index}) is still open at {payload['type']}",
+                )
+            for part in item.open_parts():
+                self._add(
+                    "MISSING_DONE",
+                    f"a {part.kind} part of {item.item_id} is still open at {payload['type']}",
+                )
+        streamed = [self.items[i].done or self.items[i].added for i in sorted(self.items)]
+        output = response.get("output")
+        if output != streamed:
+            got = len(output) if isinstance(output, list) else output
+            self._add(
+                "OUTPUT_MISMATCH",
+                f"the final Response's output ({got} items) differs "
+                f"from the {len(streamed)} streamed items",
+            )
+        expected = {
+            "response.completed": "completed",
+            "response.incomplete": "incomplete",
+            "response.failed": "failed",
+        }[name]
+        if response.get("status") != expected:
+            self._add(
+                "STATUS_MISMATCH", f"{payload['type']} carries status {response.get('status')!r}"
+            )
+        if name == "response.completed":
+            cut = [
+                i.item_id
+                for i in self.items.values()
+                if isinstance(i.done, Mapping) and i.done.get("status") == "incomplete"
+            ]
+            if cut:
+                self._add(
+                    "TRUNCATED_BUT_COMPLETED",
+                    f"items {cut} are incomplete but the "
+                    "response says completed; send response.incomplete",
+                )
+        if name == "response.incomplete":
+            details = response.get("incomplete_details")
+            reason = details.get("reason") if isinstance(details, Mapping) else None
+            if reason not in INCOMPLETE_REASONS:
+                self._add("INCOMPLETE_WITHOUT_REASON", f"incomplete_details.reason is {reason!r}")
+        usage = response.get("usage")
+        if not isinstance(usage, Mapping):
+            self._add("USAGE_MISSING", "the terminal Response has no usage", WARNING)
+
+    # -- items ----------------------------------------------------------------
+    def _in_items_state(self, kind: str) -> None:
+        if self.items_in not in self.envelope.states:
+            self._add(
+                "ITEM_OUTSIDE_RESPONSE",
+                f"{kind} before response.in_progress or after the response ended",
+            )
+
+    def _item_event(self, name: str, payload: Mapping[str, Any]) -> None:
+        kind = payload["type"]
+        self._in_items_state(kind)
+        oi = payload.get("output_index")
+        if not isinstance(oi, int):
+            self._add("ADDRESS_MISSING", f"{kind} has no output_index")
+            return
+        if name == "response.output_item.added":
+            self._added(payload, oi)
+            return
+        item = self._find(payload, oi)
+        if item is None:
+            return
+        self._advance_item(item, name, kind)
+        self._accumulate(
+            item.accs, item.type and self.items_table[item.type]["accumulators"], name, payload
+        )
+        if name == "response.output_item.done":
+            self._item_done(item, payload)
+
+    def _added(self, payload: Mapping[str, Any], oi: int) -> None:
+        item = payload.get("item")
+        if not isinstance(item, Mapping):
+            return
+        expected = len(self.items)
+        if oi in self.items:
+            self._add("DUPLICATE_OUTPUT_INDEX", f"output_index {oi} was already added")
+            return
+        if oi != expected:
+            self._add("OUTPUT_INDEX_NOT_DENSE", f"output_index {oi}, expected {expected}")
+        if self.open_item is not None and self.open_item.done is None:
+            self._add(
+                "INTERLEAVED_ITEMS",
+                f"item {item.get('id')} opens while {self.open_item.item_id} is still open",
+                WARNING,
+            )
+        spec_type = self.item_kinds.get(str(item.get("type")))
+        machine = _Machine(self.items_table[spec_type]) if spec_type else None
+        if spec_type is None:
+            self._add(
+                "UNSPECIFIED_ITEM",
+                f"item type {item.get('type')!r} has no spec; its events are not checked",
+                WARNING,
+            )
+        record = _Item(spec_type, str(item.get("id")), oi, machine, dict(item))
+        if record.item_id in self.by_id:
+            self._add("DUPLICATE_ITEM_ID", f"item id {record.item_id} is used twice")
+        self.items[oi] = record
+        self.by_id[record.item_id] = record
+        self.open_item = record
+        if machine is not None and not machine.step("response.output_item.added"):
+            self._add("ITEM_ORDER", "output_item.added is not how this item starts")
+        if item.get("status") not in (None, "in_progress"):
+            self._add(
+                "ADDED_NOT_IN_PROGRESS", f"item added with status {item.get('status')!r}", WARNING
+            )
+
+    def _find(self, payload: Mapping[str, Any], oi: int) -> _Item | None:
+        item = self.items.get(oi)
+        kind = payload["type"]
+        if item is None:
+            self._add("UNKNOWN_ITEM", f"{kind} for output_index {oi}, which was never added")
+            return None
+        item_id = payload.get("item_id")
+        if "item" in payload and isinstance(payload["item"], Mapping):
+            item_id = payload["item"].get("id")
+        if item_id is not None and item_id != item.item_id:
+            self._add(
+                "ITEM_ID_MISMATCH",
+                f"{kind} names item {item_id} but output_index {oi} is {item.item_id}",
+            )
+        if item.done is not None:
+            self._add("EVENT_AFTER_ITEM_DONE", f"{kind} after output_item.done of {item.item_id}")
+            return None
+        return item
+
+    def _advance_item(self, item: _Item, name: str, kind: str) -> None:
+        if item.machine is None:
+            return
+        if name == "response.output_item.done":
+            for part in item.open_parts():
+                self._add(
+                    "MISSING_DONE",
+                    f"the {part.kind} part of {item.item_id} is not done before output_item.done",
+                )
+        if not item.machine.step(name):
+            self._add(
+                "ITEM_ORDER",
+                f"{kind} is not allowed for a {item.type} item in state "
+                f"{sorted(item.machine.states)}",
+            )
+
+    def _item_done(self, item: _Item, payload: Mapping[str, Any]) -> None:
+        done = payload.get("item")
+        if not isinstance(done, Mapping):
+            return
+        item.done = dict(done)
+        if self.open_item is item:
+            self.open_item = None
+        if done.get("type") != item.added.get("type"):
+            self._add("ITEM_TYPE_CHANGED", f"item {item.item_id} changed type")
+        if done.get("status") == "in_progress":
+            self._add("DONE_IN_PROGRESS", f"item {item.item_id} is done with status in_progress")
+        if item.type is None:
+            return
+        table = self.items_table[item.type]
+        for fname, spec in table["fields"].items():
+            acc = spec.get("acc")
+            if acc and acc in item.accs and done.get(fname) != item.accs[acc]:
+                self._add(
+                    "DONE_TEXT_MISMATCH",
+                    f"{item.type}.{fname} in output_item.done differs from the concatenated deltas",
+                )
+            if spec.get("format") == "json" and done.get("status") == "completed":
+                self._check_json(item, fname, done.get(fname))
+            slot = spec.get("slot")
+            if slot and isinstance(done.get(fname), list):
+                key = self._slot_key(item.type, slot)
+                streamed = [
+                    p.done for p in item.parts.get(key, []) if p.kind in table["slots"][slot]
+                ]
+                if streamed and done[fname] != streamed:
+                    self._add(
+                        "DONE_PARTS_MISMATCH",
+                        f"{item.type}.{fname} differs from the parts that were streamed",
+                    )
+
+    def _check_json(self, item: _Item, fname: str, value: Any) -> None:
+        if not isinstance(value, str) or not value:
+            return
+        try:
+            json.loads(value)
+        except ValueError:
+            glued = value.count("}{") > 0
+            self._add(
+                "ARGUMENTS_NOT_JSON",
+                f"{item.type}.{fname} of {item.item_id} is not JSON"
+                + (" (several calls glued together?)" if glued else ""),
+                WARNING,
+            )
+
+    def _slot_key(self, item_type: str, slot: str) -> str:
+        kinds = self.items_table[item_type]["slots"][slot]
+        return str(self.parts_table[kinds[0]]["index"]) if kinds else ""
+
+    # -- parts ------------------------------------------------------------------
+    def _part_event(self, name: str, payload: Mapping[str, Any], address: str) -> None:
+        kind = payload["type"]
+        self._in_items_state(kind)
+        key = "content_index" if address == "content" else "summary_index"
+        oi, idx = payload.get("output_index"), payload.get(key)
+        if not isinstance(oi, int) or not isinstance(idx, int):
+            self._add("ADDRESS_MISSING", f"{kind} needs output_index and {key}")
+            return
+        item = self._find(payload, oi)
+        if item is None:
+            return
+        parts = item.parts.setdefault(key, [])
+        if "part" in payload and idx == len(parts) and isinstance(payload["part"], Mapping):
+            pk = self.part_kinds.get(str(payload["part"].get("type")))
+            if pk is not None and _Machine(self.parts_table[pk]).expects(name):
+                self._open_part(item, parts, pk, name)
+                return
+        if idx >= len(parts):
+            rule = (
+                "CONTENT_INDEX_NOT_DENSE" if key == "content_index" else "SUMMARY_INDEX_NOT_DENSE"
+            )
+            if idx > len(parts) and "part" in payload and name.endswith(".added"):
+                self._add(rule, f"{key} {idx} in item {item.item_id}, expected {len(parts)}")
+            else:
+                self._add(
+                    "PART_NOT_OPEN",
+                    f"{kind} for {key} {idx} of {item.item_id}, which was never added",
+                )
+            return
+        part = parts[idx]
+        if part.machine.finished:
+            self._add("EVENT_AFTER_PART_DONE", f"{kind} after the {part.kind} part was done")
+            return
+        if not part.machine.step(name):
+            self._add(
+                "PART_ORDER",
+                f"{kind} is not allowed for a {part.kind} part in state "
+                f"{sorted(part.machine.states)}",
+            )
+        table = self.parts_table[part.kind]
+        self._accumulate(part.accs, table["accumulators"], name, payload)
+        if "part" in payload and isinstance(payload["part"], Mapping) and part.machine.finished:
+            done_part = dict(payload["part"])
+            for fname, spec in table["fields"].items():
+                acc = spec["acc"]
+                if acc in part.accs and done_part.get(fname) != part.accs[acc]:
+                    self._add(
+                        "DONE_TEXT_MISMATCH",
+                        f"{part.kind}.{fname} in the done part "
+                        "differs from the concatenated deltas",
+                    )
+            part.done = done_part
+
+    def _open_part(self, item: _Item, parts: list[_Part], kind: str, name: str) -> None:
+        if item.type is not None:
+            slots = self.items_table[item.type]["slots"]
+            if not any(kind in kinds for kinds in slots.values()):
+                self._add("PART_KIND", f"a {item.type} item has no {kind} parts")
+        for other in item.open_parts():
+            self._add(
+                "MISSING_DONE",
+                f"the {other.kind} part of {item.item_id} is not done before the next part",
+            )
+        machine = _Machine(self.parts_table[kind])
+        machine.step(name)
+        parts.append(_Part(kind, machine))
+
+    def _accumulate(
+        self, accs: dict[str, Any], table: Any, name: str, payload: Mapping[str, Any]
+    ) -> None:
+        if not table:
+            return
+        for acc, spec in table.items():
+            delta_field = spec["deltas"].get(name)
+            if delta_field is not None and delta_field in payload:
+                value = payload[delta_field]
+                if spec["kind"] == "list":
+                    accs[acc] = accs.get(acc, []) + (value if isinstance(value, list) else [value])
+                elif isinstance(value, str):
+                    accs[acc] = accs.get(acc, "") + value
+            total_field = spec["totals"].get(name)
+            if total_field is not None and total_field in payload:
+                empty: Any = [] if spec["kind"] == "list" else ""
+                if payload[total_field] != accs.get(acc, empty):
+                    self._add(
+                        "DONE_TEXT_MISMATCH",
+                        f"{payload['type']}.{total_field} differs from the concatenated deltas",
+                    )
+                accs[acc] = payload[total_field]
+
+
+def validate_payloads(
+    payloads: Iterable[Any], dialect: Dialect | str = "openai"
+) -> list[Violation]:
+    """Every violation in a whole stream of parsed payloads."""
+    v = StreamValidator(dialect)
+    for payload in payloads:
+        v.feed(payload)
+    return v.finish()
