@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import json
 import typing
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
@@ -175,3 +176,121 @@ def validate_openresponses(payload: dict[str, Any], dialect: rs.Dialect) -> list
     elif "item" in payload and ":" in payload["item"]["type"]:
         return _errors(_own_validator(dialect.name, "Event"), payload)
     return problems + _errors(_validator(names[kind]), instance)
+
+
+# -- checks run by the generated per-item tests --------------------------------------
+def check_event_order(spec: Mapping[str, Any], dialect: str, scenario: dict[str, Any]) -> None:
+    """Each transition emits exactly the spec'd events, in order."""
+    run = drive(dialect, spec["item_type"], scenario)
+    for step, events in zip(scenario["steps"], run.steps, strict=True):
+        expected = [spec["wire"][dialect][name] for name, _, _ in step["events"]]
+        assert [wire(e) for e in events] == expected, step["method"]
+
+
+def check_addressing(spec: Mapping[str, Any], dialect: str, scenario: dict[str, Any]) -> None:
+    """item_id, output_index, content/summary index and sequence numbers are right."""
+    run = drive(dialect, spec["item_type"], scenario)
+    item_id = scenario["init"]["id"]
+    assert item_id.startswith(spec["id_prefix"])
+    seqs = [p["sequence_number"] for p in run.payloads]
+    assert seqs == list(range(len(seqs))), "sequence_number must count from 0 without gaps"
+    events = [e for step in run.steps for e in step]
+    expected = [event for step in scenario["steps"] for event in step["events"]]
+    for ev, (name, address, index) in zip(events, expected, strict=True):
+        payload = run.payloads[run.stream.index(ev)]
+        present = {
+            k for k in ("item_id", "output_index", "content_index", "summary_index") if k in payload
+        }
+        assert present == set(spec["address"][address]), (name, present)
+        if "item_id" in payload:
+            assert payload["item_id"] == item_id, name
+        if "output_index" in payload:
+            assert payload["output_index"] == 0, name
+        for key in ("content_index", "summary_index"):
+            if key in payload:
+                assert payload[key] == index, (name, key)
+        if "item" in payload:
+            assert payload["item"]["id"] == item_id
+            assert payload["item"]["type"] == spec["item_wire"][dialect]
+
+
+def check_dialect_validation(
+    spec: Mapping[str, Any], dialect: str, scenario: dict[str, Any]
+) -> None:
+    """Every event validates: strictly with the SDK, or against Open Responses."""
+    run = drive(dialect, spec["item_type"], scenario)
+    for payload in run.payloads:
+        if dialect == "openai":
+            if ":" in spec["item_wire"][dialect]:
+                continue  # provider extensions are outside the SDK's unions
+            validate_openai(payload)
+        else:
+            assert validate_openresponses(payload, run.dialect) == [], payload["type"]
+
+
+def check_deltas_make_done_values(
+    spec: Mapping[str, Any], dialect: str, scenario: dict[str, Any]
+) -> None:
+    """Concatenated deltas equal every done value that reports them."""
+    run = drive(dialect, spec["item_type"], scenario)
+    payloads = run.payloads
+    done_item = next(
+        p["item"]
+        for p in payloads
+        if p["type"] == spec["wire"][dialect]["response.output_item.done"]
+    )
+    for acc in spec["accumulators"]:
+        deltas = {spec["wire"][dialect][e]: f for e, f in acc["deltas"]}
+        totals = {spec["wire"][dialect][e]: f for e, f in acc["totals"]}
+        groups: dict[int, Any] = {}
+        checked = 0
+        for p in payloads:
+            key = p.get("content_index", p.get("summary_index", -1))
+            if p["type"] in deltas:
+                value = p[deltas[p["type"]]]
+                if acc["kind"] == "list" and not isinstance(value, list):
+                    value = [value]
+                start: Any = [] if acc["kind"] == "list" else ""
+                groups[key] = groups.get(key, start) + value
+            elif p["type"] in totals:
+                assert p[totals[p["type"]]] == groups.get(key, groups.get(-1, "")), p["type"]
+                checked += 1
+            elif acc["part"] and "part" in p and p["type"].endswith("part.done"):
+                if p["part"]["type"] == acc["part"] and key in groups:
+                    assert p["part"][acc["field"]] == groups[key], (acc["part"], acc["field"])
+                    checked += 1
+        if acc["scope"] == "item" and acc["field"]:
+            assert done_item[acc["field"]] == groups.get(-1, ""), acc["field"]
+            checked += 1
+        if groups:
+            assert checked, f"no total was checked for {acc}"
+
+
+def check_done_item(spec: Mapping[str, Any], dialect: str, scenario: dict[str, Any]) -> None:
+    """The done item, and the final Response, hold what was streamed."""
+    run = drive(dialect, spec["item_type"], scenario)
+    payloads = run.payloads
+    added = [
+        p for p in payloads if p["type"] == spec["wire"][dialect]["response.output_item.added"]
+    ]
+    done = [p for p in payloads if p["type"] == spec["wire"][dialect]["response.output_item.done"]]
+    assert len(added) == 1 and len(done) == 1
+    assert added[0]["item"]["status"] == "in_progress"
+    assert payloads.index(added[0]) < payloads.index(done[0])
+    item = done[0]["item"]
+    if scenario["final_status"]:
+        assert item["status"] == scenario["final_status"]
+    completed = payloads[-1]["response"]
+    assert completed["output"] == [item], "the final Response must hold the streamed item"
+    parts = [
+        p["part"]
+        for p in payloads
+        if p["type"].endswith(("content_part.done", "summary_part.done"))
+    ]
+    streamed_parts = [
+        part
+        for key in ("content", "summary")
+        if isinstance(item.get(key), list)
+        for part in item[key]
+    ]
+    assert sorted(map(repr, parts)) == sorted(map(repr, streamed_parts))

@@ -7,7 +7,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from _support import drive, validate_openai, validate_openresponses, wire
+from _support import (
+    check_addressing,
+    check_deltas_make_done_values,
+    check_dialect_validation,
+    check_done_item,
+    check_event_order,
+)
 
 ITEM_TYPE = "compaction"
 ID_PREFIX = "cmp_"
@@ -74,6 +80,14 @@ ADDRESS = {
     "content": ["item_id", "output_index", "content_index"],
     "summary": ["item_id", "output_index", "summary_index"],
 }
+SPEC = {
+    "item_type": ITEM_TYPE,
+    "id_prefix": ID_PREFIX,
+    "wire": WIRE,
+    "item_wire": ITEM_WIRE,
+    "accumulators": ACCUMULATORS,
+    "address": ADDRESS,
+}
 DIALECTS = sorted(WIRE)
 CASES = [(d, s) for d in DIALECTS for s in SCENARIOS]
 IDS = [f"{d}-{s['name']}" for d, s in CASES]
@@ -81,108 +95,24 @@ IDS = [f"{d}-{s['name']}" for d, s in CASES]
 
 @pytest.mark.parametrize(("dialect", "scenario"), CASES, ids=IDS)
 def test_transitions_emit_spec_events_in_order(dialect: str, scenario: dict[str, Any]) -> None:
-    run = drive(dialect, ITEM_TYPE, scenario)
-    for step, events in zip(scenario["steps"], run.steps, strict=True):
-        expected = [WIRE[dialect][name] for name, _, _ in step["events"]]
-        assert [wire(e) for e in events] == expected, step["method"]
+    check_event_order(SPEC, dialect, scenario)
 
 
 @pytest.mark.parametrize(("dialect", "scenario"), CASES, ids=IDS)
 def test_addressing_is_filled(dialect: str, scenario: dict[str, Any]) -> None:
-    run = drive(dialect, ITEM_TYPE, scenario)
-    item_id = scenario["init"]["id"]
-    assert item_id.startswith(ID_PREFIX)
-    seqs = [p["sequence_number"] for p in run.payloads]
-    assert seqs == list(range(len(seqs))), "sequence_number must count from 0 without gaps"
-    events = [e for step in run.steps for e in step]
-    expected = [event for step in scenario["steps"] for event in step["events"]]
-    for ev, (name, address, index) in zip(events, expected, strict=True):
-        payload = run.payloads[run.stream.index(ev)]
-        present = {
-            k for k in ("item_id", "output_index", "content_index", "summary_index") if k in payload
-        }
-        assert present == set(ADDRESS[address]), (name, present)
-        if "item_id" in payload:
-            assert payload["item_id"] == item_id, name
-        if "output_index" in payload:
-            assert payload["output_index"] == 0, name
-        for key in ("content_index", "summary_index"):
-            if key in payload:
-                assert payload[key] == index, (name, key)
-        if "item" in payload:
-            assert payload["item"]["id"] == item_id
-            assert payload["item"]["type"] == ITEM_WIRE[dialect]
+    check_addressing(SPEC, dialect, scenario)
 
 
 @pytest.mark.parametrize(("dialect", "scenario"), CASES, ids=IDS)
 def test_every_event_validates_in_its_dialect(dialect: str, scenario: dict[str, Any]) -> None:
-    run = drive(dialect, ITEM_TYPE, scenario)
-    for payload in run.payloads:
-        if dialect == "openai":
-            if ":" in ITEM_WIRE[dialect]:
-                continue  # provider extensions are outside the SDK's unions
-            validate_openai(payload)
-        else:
-            assert validate_openresponses(payload, run.dialect) == [], payload["type"]
+    check_dialect_validation(SPEC, dialect, scenario)
 
 
 @pytest.mark.parametrize(("dialect", "scenario"), CASES, ids=IDS)
 def test_deltas_concatenate_to_done_values(dialect: str, scenario: dict[str, Any]) -> None:
-    run = drive(dialect, ITEM_TYPE, scenario)
-    payloads = run.payloads
-    done_item = next(
-        p["item"] for p in payloads if p["type"] == WIRE[dialect]["response.output_item.done"]
-    )
-    for acc in ACCUMULATORS:
-        deltas = {WIRE[dialect][e]: f for e, f in acc["deltas"]}
-        totals = {WIRE[dialect][e]: f for e, f in acc["totals"]}
-        groups: dict[int, Any] = {}
-        checked = 0
-        for p in payloads:
-            key = p.get("content_index", p.get("summary_index", -1))
-            if p["type"] in deltas:
-                value = p[deltas[p["type"]]]
-                if acc["kind"] == "list" and not isinstance(value, list):
-                    value = [value]
-                start: Any = [] if acc["kind"] == "list" else ""
-                groups[key] = groups.get(key, start) + value
-            elif p["type"] in totals:
-                assert p[totals[p["type"]]] == groups.get(key, groups.get(-1, "")), p["type"]
-                checked += 1
-            elif acc["part"] and "part" in p and p["type"].endswith("part.done"):
-                if p["part"]["type"] == acc["part"] and key in groups:
-                    assert p["part"][acc["field"]] == groups[key], (acc["part"], acc["field"])
-                    checked += 1
-        if acc["scope"] == "item" and acc["field"]:
-            assert done_item[acc["field"]] == groups.get(-1, ""), acc["field"]
-            checked += 1
-        if groups:
-            assert checked, f"no total was checked for {acc}"
+    check_deltas_make_done_values(SPEC, dialect, scenario)
 
 
 @pytest.mark.parametrize(("dialect", "scenario"), CASES, ids=IDS)
 def test_done_item_matches_what_was_streamed(dialect: str, scenario: dict[str, Any]) -> None:
-    run = drive(dialect, ITEM_TYPE, scenario)
-    payloads = run.payloads
-    added = [p for p in payloads if p["type"] == WIRE[dialect]["response.output_item.added"]]
-    done = [p for p in payloads if p["type"] == WIRE[dialect]["response.output_item.done"]]
-    assert len(added) == 1 and len(done) == 1
-    assert added[0]["item"]["status"] == "in_progress"
-    assert payloads.index(added[0]) < payloads.index(done[0])
-    item = done[0]["item"]
-    if scenario["final_status"]:
-        assert item["status"] == scenario["final_status"]
-    completed = payloads[-1]["response"]
-    assert completed["output"] == [item], "the final Response must hold the streamed item"
-    parts = [
-        p["part"]
-        for p in payloads
-        if p["type"].endswith(("content_part.done", "summary_part.done"))
-    ]
-    streamed_parts = [
-        part
-        for key in ("content", "summary")
-        if isinstance(item.get(key), list)
-        for part in item[key]
-    ]
-    assert sorted(map(repr, parts)) == sorted(map(repr, streamed_parts))
+    check_done_item(SPEC, dialect, scenario)

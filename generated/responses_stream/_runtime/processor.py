@@ -21,6 +21,16 @@ from .dialect import Dialect
 from .errors import TransitionError
 
 TERMINAL_TRANSITION = {"completed": "done", "incomplete": "incomplete", "failed": "fail"}
+# The codes the Responses API allows in ``response.error.code`` (a closed enum there);
+# any other code stays on the ``error`` event and the response says ``server_error``.
+RESPONSE_ERROR_CODES = frozenset(
+    """server_error rate_limit_exceeded invalid_prompt data_residency_mismatch bio_policy
+    misalignment_policy_violation vector_store_timeout invalid_image invalid_image_format
+    invalid_base64_image invalid_image_url image_too_large image_too_small image_parse_error
+    image_content_policy_violation invalid_image_mode image_file_too_large
+    unsupported_image_media_type empty_image_file failed_to_download_image
+    image_file_not_found""".split()
+)
 
 
 class ProcessorError(RuntimeError):
@@ -236,7 +246,8 @@ class StreamProcessor:
         self.close_current("incomplete")
         self.ended = True
         self.out += self.response.error(message=message, code=code)
-        self.out += self.response.failed(message=message, code=code, **self._usage(usage))
+        failed_code = code if code in RESPONSE_ERROR_CODES else "server_error"
+        self.out += self.response.failed(message=message, code=failed_code, **self._usage(usage))
 
     def _usage(self, usage: Mapping[str, Any] | None) -> dict[str, Any]:
         if usage is None:

@@ -93,7 +93,7 @@ class SSEParser:
             return
         if self._start:
             self._start = False
-            if False:
+            if text[0] == "\ufeff":
                 text = text[1:]
         if self._skip_lf:
             self._skip_lf = False
