@@ -209,8 +209,7 @@ class ChatToResponses:
 
     def _close_calls(self, status: str) -> None:
         """Close the live call, then emit every buffered call in index order."""
-        for index in sorted(self.calls):
-            call = self.calls[index]
+        for call in sorted(self.calls.values(), key=lambda c: (c is not self.live, c.index)):
             if call.closed:
                 continue
             if call.handle is None:

@@ -11,7 +11,15 @@ from typing import Any
 
 from .api import chat_data_lines, sse_from_chat
 from .sse_parse import parse_sse
+from .to_chat import chat_sse_from_responses
 from .validate import ERROR, StreamValidator
+
+REASONING_MODES = {
+    "content": "reasoning_content",
+    "reasoning": "reasoning",
+    "think": "think",
+    "omit": "omit",
+}
 
 
 def _request(path: Path | None) -> dict[str, Any] | None:
@@ -73,6 +81,20 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return 0 if not errors else 1
 
 
+def cmd_to_chat(args: argparse.Namespace) -> int:
+    messages = parse_sse(sys.stdin.buffer)
+    out = sys.stdout.buffer
+    for frame in chat_sse_from_responses(
+        (m.data for m in messages),
+        reasoning=REASONING_MODES[args.reasoning],  # type: ignore[arg-type]
+        include_usage=args.include_usage,
+        dialect=args.dialect,
+    ):
+        out.write(frame)
+        out.flush()
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m responses_stream")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -86,6 +108,17 @@ def main(argv: list[str] | None = None) -> int:
     v.add_argument("--json", action="store_true", help="report as JSON")
     v.add_argument("file", help="an SSE file, or - for stdin")
     v.set_defaults(func=cmd_validate)
+    c = sub.add_parser("to-chat", help="Responses SSE on stdin -> Chat Completions SSE on stdout")
+    c.add_argument(
+        "--reasoning",
+        choices=sorted(REASONING_MODES),
+        default="content",
+        help="reasoning as delta.reasoning_content (content), delta.reasoning, "
+        "inline <think> in content, or omitted",
+    )
+    c.add_argument("--include-usage", action="store_true", help="end with a usage chunk")
+    c.add_argument("--dialect", choices=["openai", "openresponses"], default="openai")
+    c.set_defaults(func=cmd_to_chat)
     args = parser.parse_args(argv)
     code: int = args.func(args)
     return code

@@ -1,0 +1,1 @@
+"""Example: a Chat Completions <-> Responses proxy built on responses_stream."""

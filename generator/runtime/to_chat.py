@@ -1,0 +1,572 @@
+"""Responses stream -> Chat Completions chunks: the reverse of ``chat.py``.
+
+``ResponsesToChat`` takes the parsed ``data:`` payloads of a Responses
+stream, one at a time, and returns the ``chat.completion.chunk`` dicts to
+send; ``chat_sse_from_responses`` (and its async twin) frame them as chat
+SSE ending with ``data: [DONE]``.
+
+Routing. Event types are read through the dialect's ``wire_types`` (so
+openresponses' ``response.reasoning.delta`` is raw reasoning like openai's
+``response.reasoning_text.delta``) and item types through its
+``item_types``.  Every event is tied to its item by ``item_id`` (or by
+``output_index`` when it carries no id), never to "the last item added", so
+interleaved items stay apart.
+
+Mapping:
+
+- ``output_text`` -> ``delta.content``; ``refusal`` -> ``delta.refusal``.
+- Reasoning, raw (``reasoning_text``) and summaries alike, by ``reasoning``:
+  ``"reasoning_content"`` -> ``delta.reasoning_content``; ``"reasoning"`` ->
+  ``delta.reasoning``; ``"think"`` -> inline in ``delta.content`` between
+  ``<think>\\n`` and ``\\n</think>\\n\\n``; ``"omit"`` -> dropped.  Two
+  reasoning parts in a row are separated by a blank line.  An open think
+  block is closed before any text, refusal, tool call or hosted-tool note,
+  and at every end: completed, incomplete, failed, error, or ``close()``.
+- ``function_call`` and ``custom_tool_call`` items -> ``delta.tool_calls``.
+  Indexes are 0-based and contiguous, in order of ``output_item.added``.
+  The first chunk of a call carries ``id`` (the ``call_id``), ``type``
+  ``"function"`` and ``function.name`` (``namespace.name`` when namespaced)
+  with empty arguments; later chunks carry only ``index`` and
+  ``function.arguments``.  A custom tool's free-form input is sent as its
+  arguments, since chat streams only carry function tool calls.
+- Done events deliver what deltas did not: ``*.done`` events and
+  ``output_item.done`` send the missing suffix (the done text minus what was
+  already sent), so arguments (or text) that arrive only at the end are not
+  lost.  A done text that does not extend what was sent cannot be expressed
+  in an append-only chat stream and is ignored.  Argument events for a call
+  whose ``output_item.added`` never came are dropped; its
+  ``output_item.done`` then delivers the whole call.
+- Hosted tools (``web_search_call``, ``file_search_call``,
+  ``code_interpreter_call``, ``mcp_call``, ``mcp_list_tools``,
+  ``image_generation_call``, ``shell_call`` and any item type not named
+  here) run on the server or have no chat equivalent: they are not client
+  tool calls, and never become ``tool_calls``.  ``hosted="omit"`` (the
+  default) sends nothing for them; ``hosted="content"`` sends a one-line
+  note such as ``[web_search_call: completed]`` in ``delta.content`` when
+  the item is done.  ``compaction`` items are always silent.
+
+Endings:
+
+- ``response.completed`` -> ``finish_reason`` ``"tool_calls"`` if a function
+  or custom call was made, else ``"stop"``.
+- ``response.incomplete`` -> ``"length"`` for ``max_output_tokens``,
+  ``"content_filter"`` for ``content_filter``, otherwise as completed.
+- ``response.failed`` or an ``error`` event -> one payload
+  ``{"error": {"message", "type", "param", "code"}}``, on which the OpenAI
+  SDK raises ``APIError``; nothing follows it but ``[DONE]``.
+- A stream that stops without a terminal event ends on ``close()`` with
+  ``finish_reason`` ``"length"``, mirroring how ``chat.py`` treats chat
+  input that stops early.
+- With ``include_usage`` every chunk has ``"usage": null`` and the terminal
+  response's usage follows the finish chunk in a ``choices: []`` chunk
+  (omitted when the response carries no usage).
+
+Every chunk has the same ``id`` (``chatcmpl-`` + response id), ``created``
+(the response's ``created_at``) and ``model``; ``role`` is sent once, in the
+first chunk.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from .convert import normalize_usage
+from .dialect import Dialect
+from .processor import get_dialect
+
+ReasoningMode = Literal["reasoning_content", "reasoning", "think", "omit"]
+HostedMode = Literal["omit", "content"]
+Payload = Mapping[str, Any] | str | bytes
+
+REASONING_MODES: tuple[str, ...] = ("reasoning_content", "reasoning", "think", "omit")
+HOSTED_MODES: tuple[str, ...] = ("omit", "content")
+THINK_OPEN = "<think>\n"
+THINK_CLOSE = "\n</think>\n\n"
+REASONING_SEPARATOR = "\n\n"
+DONE_FRAME = b"data: [DONE]\n\n"
+
+# client tool call item type -> the item field its deltas accumulate
+CLIENT_CALLS: dict[str, str] = {"function_call": "arguments", "custom_tool_call": "input"}
+HOSTED_ITEMS: frozenset[str] = frozenset(
+    {
+        "web_search_call",
+        "file_search_call",
+        "code_interpreter_call",
+        "mcp_call",
+        "mcp_list_tools",
+        "image_generation_call",
+        "shell_call",
+    }
+)
+SILENT_ITEMS: frozenset[str] = frozenset({"message", "reasoning", "compaction"})
+INCOMPLETE_REASONS: dict[str, str] = {
+    "max_output_tokens": "length",
+    "content_filter": "content_filter",
+}
+
+
+def _missing(sent: str, full: str) -> str:
+    """The suffix of ``full`` not yet sent, or ``""`` if ``full`` does not extend ``sent``."""
+    return full[len(sent) :] if full.startswith(sent) else ""
+
+
+def _str(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def chat_usage(usage: Mapping[str, Any]) -> dict[str, Any]:
+    """Responses usage (or chat usage) in the chat ``CompletionUsage`` shape."""
+    u = normalize_usage(usage)
+    return {
+        "prompt_tokens": u["input_tokens"],
+        "completion_tokens": u["output_tokens"],
+        "total_tokens": u["total_tokens"],
+        "prompt_tokens_details": {"cached_tokens": u["input_tokens_details"]["cached_tokens"]},
+        "completion_tokens_details": {
+            "reasoning_tokens": u["output_tokens_details"]["reasoning_tokens"]
+        },
+    }
+
+
+@dataclass
+class _Call:
+    index: int
+    call_id: str
+    name: str
+    sent: list[str] = field(default_factory=list)
+
+
+class ResponsesToChat:
+    """Turns Responses stream payloads into Chat Completions chunk dicts.
+
+    ``feed`` takes one payload (a parsed dict, or its JSON text; ``[DONE]`` is
+    ignored) and returns the chunks to send now; ``close`` ends the stream and
+    returns what is left.  Once ``done`` is true nothing more is produced.
+    """
+
+    def __init__(
+        self,
+        *,
+        reasoning: ReasoningMode = "reasoning_content",
+        include_usage: bool = False,
+        dialect: Dialect | str = "openai",
+        hosted: HostedMode = "omit",
+        model: str | None = None,
+        chunk_id: str | None = None,
+        created: int | None = None,
+    ) -> None:
+        if reasoning not in REASONING_MODES:
+            raise ValueError(f"reasoning must be one of {REASONING_MODES}, not {reasoning!r}")
+        if hosted not in HOSTED_MODES:
+            raise ValueError(f"hosted must be one of {HOSTED_MODES}, not {hosted!r}")
+        self.reasoning = reasoning
+        self.include_usage = include_usage
+        self.hosted = hosted
+        self.dialect = get_dialect(dialect)
+        self.event_names = self.dialect.wire_types
+        self.item_kinds = {wire: kind for kind, wire in self.dialect.item_types.items()}
+        self.id = chunk_id
+        self.created = created
+        self.model = model
+        self.kinds: dict[str, str] = {}  # item key -> item type
+        self.index_keys: dict[int, str] = {}  # output_index -> item key
+        self.calls: dict[str, _Call] = {}  # item key -> client tool call
+        self.sent: dict[tuple[str, str, int], list[str]] = {}  # (channel, item key, part) -> text
+        self.role_sent = False
+        self.thinking = False
+        self.reasoning_part: tuple[str, str, int] | None = None
+        self.reasoning_pending_separator = False
+        self.done = False
+        self._handlers: dict[str, Callable[[Mapping[str, Any]], list[dict[str, Any]]]] = {
+            "response.output_item.added": self._item_added,
+            "response.output_item.done": self._item_done,
+            "response.output_text.delta": lambda p: self._text_delta("text", p),
+            "response.output_text.done": lambda p: self._text_done("text", p, "text"),
+            "response.refusal.delta": lambda p: self._text_delta("refusal", p),
+            "response.refusal.done": lambda p: self._text_done("refusal", p, "refusal"),
+            "response.reasoning_text.delta": lambda p: self._text_delta("reasoning", p),
+            "response.reasoning_text.done": lambda p: self._text_done("reasoning", p, "text"),
+            "response.reasoning_summary_text.delta": lambda p: self._text_delta("summary", p),
+            "response.reasoning_summary_text.done": lambda p: self._text_done("summary", p, "text"),
+            "response.function_call_arguments.delta": self._call_delta,
+            "response.function_call_arguments.done": lambda p: self._call_done(p, "arguments"),
+            "response.custom_tool_call_input.delta": self._call_delta,
+            "response.custom_tool_call_input.done": lambda p: self._call_done(p, "input"),
+            "response.completed": self._completed,
+            "response.incomplete": self._incomplete,
+            "response.failed": self._failed,
+            "error": self._error,
+        }
+
+    # -- input --------------------------------------------------------------
+    def feed(self, payload: Payload) -> list[dict[str, Any]]:
+        """One Responses stream payload in; the chat chunks to send out."""
+        if self.done:
+            return []
+        if isinstance(payload, str | bytes):
+            text = payload.decode() if isinstance(payload, bytes) else payload
+            if text.strip() == "[DONE]":
+                return []
+            try:
+                parsed = json.loads(text)
+            except ValueError as exc:
+                return self._end_with_error(
+                    f"malformed Responses event (not JSON): {exc}", "invalid_upstream_event"
+                )
+            return self.feed(parsed if isinstance(parsed, Mapping) else {})
+        response = payload.get("response")
+        if isinstance(response, Mapping):
+            self._take_identity(response)
+        name = self.event_names.get(_str(payload.get("type")), _str(payload.get("type")))
+        handler = self._handlers.get(name)
+        return handler(payload) if handler is not None else []
+
+    def close(self) -> list[dict[str, Any]]:
+        """End the stream; without a terminal event it finishes with ``length``."""
+        if self.done:
+            return []
+        self.done = True
+        return self._end_think() + [self._chunk({}, finish_reason="length")]
+
+    # -- chunks -------------------------------------------------------------
+    def _take_identity(self, response: Mapping[str, Any]) -> None:
+        if self.id is None and _str(response.get("id")):
+            self.id = f"chatcmpl-{response['id']}"
+        if self.created is None and isinstance(response.get("created_at"), int | float):
+            self.created = int(response["created_at"])
+        if self.model is None and isinstance(response.get("model"), str):
+            self.model = response["model"]
+
+    def _envelope(self) -> dict[str, Any]:
+        if self.id is None:
+            self.id = f"chatcmpl-{uuid.uuid4().hex}"
+        if self.created is None:
+            self.created = int(time.time())
+        if self.model is None:
+            self.model = ""
+        out: dict[str, Any] = {
+            "id": self.id,
+            "object": "chat.completion.chunk",
+            "created": self.created,
+            "model": self.model,
+        }
+        if self.include_usage:
+            out["usage"] = None
+        return out
+
+    def _chunk(self, delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
+        if not self.role_sent:
+            delta = {"role": "assistant", **delta}
+            self.role_sent = True
+        choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}
+        return {**self._envelope(), "choices": [choice]}
+
+    def _close_think(self) -> str:
+        """The text that closes an open think block (``""`` if none is open)."""
+        if not self.thinking:
+            return ""
+        self.thinking = False
+        self.reasoning_part = None
+        self.reasoning_pending_separator = False
+        return THINK_CLOSE
+
+    def _end_think(self) -> list[dict[str, Any]]:
+        """The chunk that closes an open think block, if one is open."""
+        close = self._close_think()
+        return [self._chunk({"content": close})] if close else []
+
+    # -- routing ------------------------------------------------------------
+    def _event_key(self, payload: Mapping[str, Any]) -> str:
+        item_id = _str(payload.get("item_id"))
+        if item_id:
+            return item_id
+        index = payload.get("output_index")
+        if isinstance(index, int):
+            return self.index_keys.get(index, f"#{index}")
+        return "#?"
+
+    def _item_key(self, payload: Mapping[str, Any], item: Mapping[str, Any]) -> str:
+        index = payload.get("output_index")
+        key = _str(item.get("id")) or (f"#{index}" if isinstance(index, int) else "#?")
+        if isinstance(index, int):
+            self.index_keys.setdefault(index, key)
+        return key
+
+    def _item_kind(self, item: Mapping[str, Any]) -> str:
+        wire = _str(item.get("type"))
+        return self.item_kinds.get(wire, wire)
+
+    # -- items --------------------------------------------------------------
+    def _item_added(self, payload: Mapping[str, Any]) -> list[dict[str, Any]]:
+        item = _mapping(payload.get("item"))
+        key = self._item_key(payload, item)
+        kind = self._item_kind(item)
+        self.kinds[key] = kind
+        if kind in CLIENT_CALLS and key not in self.calls:
+            return self._open_call(key, item) + self._send_args(
+                key, _str(item.get(CLIENT_CALLS[kind]))
+            )
+        return []
+
+    def _item_done(self, payload: Mapping[str, Any]) -> list[dict[str, Any]]:
+        item = _mapping(payload.get("item"))
+        key = self._item_key(payload, item)
+        kind = self._item_kind(item)
+        self.kinds.setdefault(key, kind)
+        out: list[dict[str, Any]] = []
+        if kind in CLIENT_CALLS:
+            if key not in self.calls:
+                out += self._open_call(key, item)
+            call = self.calls[key]
+            out += self._send_args(
+                key, _missing("".join(call.sent), _str(item.get(CLIENT_CALLS[kind])))
+            )
+        elif kind == "message":
+            for i, part in enumerate(item.get("content") or []):
+                part = _mapping(part)
+                if part.get("type") == "output_text":
+                    out += self._text_full("text", key, i, _str(part.get("text")))
+                elif part.get("type") == "refusal":
+                    out += self._text_full("refusal", key, i, _str(part.get("refusal")))
+        elif kind == "reasoning":
+            for i, part in enumerate(item.get("summary") or []):
+                out += self._text_full("summary", key, i, _str(_mapping(part).get("text")))
+            for i, part in enumerate(item.get("content") or []):
+                out += self._text_full("reasoning", key, i, _str(_mapping(part).get("text")))
+        elif kind not in SILENT_ITEMS and self.hosted == "content":
+            status = _str(item.get("status")) or "done"
+            out += self._emit_text("text", f"[{kind}: {status}]\n")
+        return out
+
+    # -- text, refusal, reasoning --------------------------------------------
+    def _part_of(self, channel: str, payload: Mapping[str, Any]) -> tuple[str, str, int]:
+        index = payload.get("summary_index" if channel == "summary" else "content_index")
+        return (channel, self._event_key(payload), index if isinstance(index, int) else 0)
+
+    def _text_delta(self, channel: str, payload: Mapping[str, Any]) -> list[dict[str, Any]]:
+        return self._send_text(self._part_of(channel, payload), _str(payload.get("delta")))
+
+    def _text_done(
+        self, channel: str, payload: Mapping[str, Any], attr: str
+    ) -> list[dict[str, Any]]:
+        part = self._part_of(channel, payload)
+        return self._send_text(
+            part, _missing("".join(self.sent.get(part, [])), _str(payload.get(attr)))
+        )
+
+    def _text_full(self, channel: str, key: str, index: int, full: str) -> list[dict[str, Any]]:
+        part = (channel, key, index)
+        return self._send_text(part, _missing("".join(self.sent.get(part, [])), full))
+
+    def _send_text(self, part: tuple[str, str, int], text: str) -> list[dict[str, Any]]:
+        if not text:
+            return []
+        self.sent.setdefault(part, []).append(text)
+        channel = part[0]
+        if channel in ("reasoning", "summary"):
+            return self._emit_reasoning(part, text)
+        return self._emit_text(channel, text)
+
+    def _emit_text(self, channel: str, text: str) -> list[dict[str, Any]]:
+        """Visible text (``content``) or a refusal, closing a think block first."""
+        if channel == "refusal":
+            return self._end_think() + [self._chunk({"refusal": text})]
+        return [self._chunk({"content": self._close_think() + text})]
+
+    def _emit_reasoning(self, part: tuple[str, str, int], text: str) -> list[dict[str, Any]]:
+        if self.reasoning == "omit":
+            return []
+        if self.reasoning_part is not None and self.reasoning_part != part:
+            self.reasoning_pending_separator = True
+        if self.reasoning_pending_separator:
+            text = REASONING_SEPARATOR + text
+            self.reasoning_pending_separator = False
+        self.reasoning_part = part
+        if self.reasoning == "think":
+            if not self.thinking:
+                self.thinking = True
+                text = THINK_OPEN + text
+            return [self._chunk({"content": text})]
+        return [self._chunk({self.reasoning: text})]
+
+    # -- client tool calls ----------------------------------------------------
+    def _open_call(self, key: str, item: Mapping[str, Any]) -> list[dict[str, Any]]:
+        name = _str(item.get("name"))
+        namespace = _str(item.get("namespace"))
+        if namespace:
+            name = f"{namespace}.{name}"
+        call = _Call(index=len(self.calls), call_id=_str(item.get("call_id")), name=name)
+        self.calls[key] = call
+        tool = {
+            "index": call.index,
+            "id": call.call_id,
+            "type": "function",
+            "function": {"name": call.name, "arguments": ""},
+        }
+        return self._end_think() + [self._chunk({"content": None, "tool_calls": [tool]})]
+
+    def _send_args(self, key: str, text: str) -> list[dict[str, Any]]:
+        call = self.calls.get(key)
+        if call is None or not text:
+            return []
+        call.sent.append(text)
+        tool = {"index": call.index, "function": {"arguments": text}}
+        return self._end_think() + [self._chunk({"tool_calls": [tool]})]
+
+    def _call_delta(self, payload: Mapping[str, Any]) -> list[dict[str, Any]]:
+        return self._send_args(self._event_key(payload), _str(payload.get("delta")))
+
+    def _call_done(self, payload: Mapping[str, Any], attr: str) -> list[dict[str, Any]]:
+        key = self._event_key(payload)
+        call = self.calls.get(key)
+        if call is None:
+            return []
+        return self._send_args(key, _missing("".join(call.sent), _str(payload.get(attr))))
+
+    # -- endings --------------------------------------------------------------
+    def _finish(self, response: Mapping[str, Any], reason: str) -> list[dict[str, Any]]:
+        self.done = True
+        out = self._end_think() + [self._chunk({}, finish_reason=reason)]
+        usage = response.get("usage")
+        if self.include_usage and isinstance(usage, Mapping):
+            out.append({**self._envelope(), "choices": [], "usage": chat_usage(usage)})
+        return out
+
+    def _completed(self, payload: Mapping[str, Any]) -> list[dict[str, Any]]:
+        reason = "tool_calls" if self.calls else "stop"
+        return self._finish(_mapping(payload.get("response")), reason)
+
+    def _incomplete(self, payload: Mapping[str, Any]) -> list[dict[str, Any]]:
+        response = _mapping(payload.get("response"))
+        why = _str(_mapping(response.get("incomplete_details")).get("reason"))
+        reason = INCOMPLETE_REASONS.get(why) or ("tool_calls" if self.calls else "stop")
+        return self._finish(response, reason)
+
+    def _failed(self, payload: Mapping[str, Any]) -> list[dict[str, Any]]:
+        error = _mapping(_mapping(payload.get("response")).get("error"))
+        return self._end_with_error(
+            _str(error.get("message")) or "the response failed",
+            error.get("code"),
+            error_type=_str(error.get("type")) or None,
+            param=error.get("param"),
+        )
+
+    def _error(self, payload: Mapping[str, Any]) -> list[dict[str, Any]]:
+        # OpenAI's error event has message/code/param at the top level (its
+        # ``type`` is the event type); some upstreams nest a full error object.
+        nested = payload.get("error")
+        error = nested if isinstance(nested, Mapping) else payload
+        error_type = _str(error.get("type")) if error is nested else ""
+        return self._end_with_error(
+            _str(error.get("message")) or "an error occurred during streaming",
+            error.get("code"),
+            error_type=error_type or None,
+            param=error.get("param"),
+        )
+
+    def _end_with_error(
+        self, message: str, code: Any, *, error_type: str | None = None, param: Any = None
+    ) -> list[dict[str, Any]]:
+        self.done = True
+        error = {
+            "message": message,
+            "type": error_type or "server_error",
+            "param": param,
+            "code": code,
+        }
+        return self._end_think() + [{"error": error}]
+
+
+def _frame(chunk: Mapping[str, Any]) -> bytes:
+    return (
+        b"data: " + json.dumps(chunk, ensure_ascii=False, separators=(",", ":")).encode() + b"\n\n"
+    )
+
+
+def chat_chunks_from_responses(
+    payloads: Iterable[Payload],
+    *,
+    reasoning: ReasoningMode = "reasoning_content",
+    include_usage: bool = False,
+    dialect: Dialect | str = "openai",
+    hosted: HostedMode = "omit",
+    model: str | None = None,
+) -> Iterator[dict[str, Any]]:
+    """Chat chunk dicts for a Responses stream's payloads; reading stops at its end."""
+    conv = ResponsesToChat(
+        reasoning=reasoning,
+        include_usage=include_usage,
+        dialect=dialect,
+        hosted=hosted,
+        model=model,
+    )
+    for payload in payloads:
+        yield from conv.feed(payload)
+        if conv.done:
+            return
+    yield from conv.close()
+
+
+def chat_sse_from_responses(
+    payloads: Iterable[Payload],
+    *,
+    reasoning: ReasoningMode = "reasoning_content",
+    include_usage: bool = False,
+    dialect: Dialect | str = "openai",
+    hosted: HostedMode = "omit",
+    model: str | None = None,
+) -> Iterator[bytes]:
+    """Chat SSE frames (``data: {json}\\n\\n``) for a Responses stream, then ``data: [DONE]``."""
+    for chunk in chat_chunks_from_responses(
+        payloads,
+        reasoning=reasoning,
+        include_usage=include_usage,
+        dialect=dialect,
+        hosted=hosted,
+        model=model,
+    ):
+        yield _frame(chunk)
+    yield DONE_FRAME
+
+
+async def achat_sse_from_responses(
+    payloads: AsyncIterable[Payload] | Iterable[Payload],
+    *,
+    reasoning: ReasoningMode = "reasoning_content",
+    include_usage: bool = False,
+    dialect: Dialect | str = "openai",
+    hosted: HostedMode = "omit",
+    model: str | None = None,
+) -> AsyncIterator[bytes]:
+    """The async twin of ``chat_sse_from_responses``."""
+    conv = ResponsesToChat(
+        reasoning=reasoning,
+        include_usage=include_usage,
+        dialect=dialect,
+        hosted=hosted,
+        model=model,
+    )
+    if isinstance(payloads, AsyncIterable):
+        async for payload in payloads:
+            for chunk in conv.feed(payload):
+                yield _frame(chunk)
+            if conv.done:
+                break
+    else:
+        for payload in payloads:
+            for chunk in conv.feed(payload):
+                yield _frame(chunk)
+            if conv.done:
+                break
+    for chunk in conv.close():
+        yield _frame(chunk)
+    yield DONE_FRAME
