@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
 from responses_stream import DIALECTS, CountingIds, events_from_chat
 from responses_stream._runtime.sse_parse import parse_sse
 from responses_stream._runtime.validate import ERROR, StreamValidator, validate_payloads

@@ -14,6 +14,7 @@ from importlib import resources
 from typing import Any
 
 import msgspec
+
 import responses_stream as rs
 from responses_stream import CountingIds
 
