@@ -24,9 +24,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from responses_stream import asse_from_chat
-from responses_stream._runtime.sse_parse import aparse_sse
-from responses_stream._runtime.to_chat import achat_sse_from_responses
+from responses_stream import achat_sse_from_responses, aparse_sse, asse_from_chat
 
 from .translate import chat_to_responses_request, responses_to_chat_request
 

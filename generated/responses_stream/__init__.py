@@ -19,6 +19,14 @@ from ._runtime.harmony import HarmonyToResponses
 from ._runtime.ids import CountingIds, RandomIds
 from ._runtime.processor import ItemHandle, ProcessorError, StreamProcessor
 from ._runtime.sse import SSEEncoder
+from ._runtime.sse_parse import SSEDecodeError, SSEMessage, SSEParser, aparse_sse, parse_sse
+from ._runtime.to_chat import (
+    ResponsesToChat,
+    achat_sse_from_responses,
+    chat_chunks_from_responses,
+    chat_sse_from_responses,
+)
+from ._runtime.validate import StreamValidator, Violation, validate_payloads
 
 DIALECTS: dict[str, Dialect] = {
     "openai": openai.DIALECT,
@@ -42,22 +50,34 @@ ITEM_TYPES: tuple[str, ...] = (
 
 __all__ = [
     "ChatToResponses",
+    "CountingIds",
+    "DIALECTS",
+    "Dialect",
     "HarmonyToResponses",
+    "ITEM_TYPES",
     "ItemHandle",
     "ProcessorError",
-    "StreamProcessor",
-    "aevents_from_chat",
-    "asse_from_chat",
-    "chat_data_lines",
-    "events_from_chat",
-    "sse_from_chat",
-    "DIALECTS",
-    "ITEM_TYPES",
-    "CountingIds",
-    "Dialect",
     "RandomIds",
+    "ResponsesToChat",
+    "SSEDecodeError",
     "SSEEncoder",
+    "SSEMessage",
+    "SSEParser",
+    "StreamProcessor",
+    "StreamValidator",
     "TransitionError",
+    "Violation",
+    "achat_sse_from_responses",
+    "aevents_from_chat",
+    "aparse_sse",
+    "asse_from_chat",
+    "chat_chunks_from_responses",
+    "chat_data_lines",
+    "chat_sse_from_responses",
+    "events_from_chat",
     "openai",
     "openresponses",
+    "parse_sse",
+    "sse_from_chat",
+    "validate_payloads",
 ]

@@ -286,13 +286,14 @@ class ResponsesToChat:
 
     # -- routing ------------------------------------------------------------
     def _event_key(self, payload: Mapping[str, Any]) -> str:
+        """The item an event belongs to: its ``item_id``, else its ``output_index``."""
         item_id = _str(payload.get("item_id"))
-        if item_id:
+        if item_id in self.kinds:
             return item_id
         index = payload.get("output_index")
-        if isinstance(index, int):
-            return self.index_keys.get(index, f"#{index}")
-        return "#?"
+        if isinstance(index, int) and index in self.index_keys:
+            return self.index_keys[index]
+        return item_id or (f"#{index}" if isinstance(index, int) else "#?")
 
     def _item_key(self, payload: Mapping[str, Any], item: Mapping[str, Any]) -> str:
         index = payload.get("output_index")
