@@ -19,7 +19,7 @@ event means:
   extend with a list, append anything else); its ``totals`` set that field;
 * the spec's ``status`` actions are not in the tables, so an item's status is
   set from a phase event only where the tables show it: the event's transition
-  leads to a non-final state whose name is one of the item's statuses
+  moves the item into a non-final state whose name is one of the item's statuses
   (``searching``, ``generating``, ``interpreting``, ``calling``).  Statuses set
   by transitions into a final state (``completed``, ``failed``, ...) arrive with
   the item-closing event instead.
@@ -116,7 +116,8 @@ class _ItemPlan:
         targets: dict[str, set[str]] = {}
         for tr in table["transitions"].values():
             for event in tr["emits"]:
-                targets.setdefault(event, set()).add(tr["to"])
+                # a self-loop (a partial image while generating) leaves the status as it is
+                targets.setdefault(event, set()).add("" if tr["to"] in tr["from"] else tr["to"])
         # event -> the status its transition sets, where the tables show it
         self.status: dict[str, str] = {}
         for event, tos in targets.items():
@@ -196,10 +197,10 @@ def _fold(
         if kind == "text":
             target[held] = (target.get(held) or "") + value
         else:
-            extra = copy.deepcopy(value if isinstance(value, list) else [value])
             if target.get(held) is None:
                 target[held] = []
-            target[held].extend(extra)
+            if value != []:
+                target[held].extend(copy.deepcopy(value if isinstance(value, list) else [value]))
     for held, pfield in totals:
         if pfield in payload:
             target[held] = copy.deepcopy(payload[pfield])

@@ -12,7 +12,7 @@ from typing import Any
 from .api import chat_data_lines, sse_from_chat
 from .sse_parse import parse_sse
 from .to_chat import chat_sse_from_responses
-from .validate import ERROR, StreamValidator
+from .validate import ERROR, RULES, StreamValidator
 
 REASONING_MODES = {
     "content": "reasoning_content",
@@ -51,6 +51,13 @@ def _read(name: str) -> bytes:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    if args.rules:
+        for rule, (severity, meaning) in RULES.items():
+            print(f"{rule:<26} {severity:<8} {meaning}")
+        return 0
+    if args.file is None:
+        print("validate: give a FILE, or - for stdin", file=sys.stderr)
+        return 2
     try:
         data = _read(args.file)
     except OSError as exc:
@@ -106,7 +113,8 @@ def main(argv: list[str] | None = None) -> int:
     v = sub.add_parser("validate", help="check a Responses SSE stream against the protocol")
     v.add_argument("--dialect", choices=["openai", "openresponses"], default="openai")
     v.add_argument("--json", action="store_true", help="report as JSON")
-    v.add_argument("file", help="an SSE file, or - for stdin")
+    v.add_argument("--rules", action="store_true", help="list every rule and exit")
+    v.add_argument("file", nargs="?", help="an SSE file, or - for stdin")
     v.set_defaults(func=cmd_validate)
     c = sub.add_parser("to-chat", help="Responses SSE on stdin -> Chat Completions SSE on stdout")
     c.add_argument(

@@ -21,6 +21,59 @@ from .processor import get_dialect
 
 ERROR = "error"
 WARNING = "warning"
+# Every rule: its stable id, its severity, and what it means.
+RULES: dict[str, tuple[str, str]] = {
+    "MALFORMED_JSON": (ERROR, "a data line is not JSON"),
+    "MALFORMED_EVENT": (ERROR, "an event is not a JSON object with a string type"),
+    "BARE_ERROR": (ERROR, "an error object without a type instead of error + response.failed"),
+    "EVENT_NAME_MISMATCH": (ERROR, "the SSE event: line differs from the JSON type"),
+    "SEQ_MISSING": (ERROR, "sequence_number is missing or not an integer"),
+    "SEQ_NOT_FROM_ZERO": (ERROR, "sequence_number does not start at 0"),
+    "SEQ_NOT_INCREASING": (ERROR, "sequence_number does not strictly increase"),
+    "NON_STANDARD_EVENT": (ERROR, "an event type the dialect does not define"),
+    "EXTENSION_EVENT": (WARNING, "a slug-prefixed extension event the spec does not describe"),
+    "SCHEMA_INVALID": (ERROR, "the payload does not match the dialect's model of its event"),
+    "CREATED_NOT_FIRST": (ERROR, "the stream does not start with response.created"),
+    "ENVELOPE_ORDER": (
+        ERROR,
+        "an envelope event out of order (created, in_progress, ..., terminal)",
+    ),
+    "ERROR_WITHOUT_FAILED": (ERROR, "an error event not followed by response.failed"),
+    "EVENT_AFTER_TERMINAL": (ERROR, "an event after the terminal event"),
+    "MISSING_TERMINAL": (ERROR, "the stream ends without a terminal event"),
+    "MISSING_DONE": (ERROR, "an item or part is not closed before the next step or the end"),
+    "OUTPUT_MISMATCH": (ERROR, "the terminal Response's output differs from the streamed items"),
+    "STATUS_MISMATCH": (ERROR, "the terminal Response's status differs from its event"),
+    "TRUNCATED_BUT_COMPLETED": (ERROR, "response.completed although an item is incomplete"),
+    "INCOMPLETE_WITHOUT_REASON": (
+        ERROR,
+        "response.incomplete without a valid incomplete_details.reason",
+    ),
+    "USAGE_MISSING": (WARNING, "the terminal Response carries no usage"),
+    "ITEM_OUTSIDE_RESPONSE": (ERROR, "an item event before response.in_progress or after the end"),
+    "ADDRESS_MISSING": (ERROR, "an event lacks output_index or its content/summary index"),
+    "DUPLICATE_OUTPUT_INDEX": (ERROR, "output_item.added for an output_index already used"),
+    "OUTPUT_INDEX_NOT_DENSE": (ERROR, "output_index skips or goes back"),
+    "INTERLEAVED_ITEMS": (WARNING, "an item opens while another is still open"),
+    "UNSPECIFIED_ITEM": (WARNING, "an item type without a spec; its events are not checked"),
+    "DUPLICATE_ITEM_ID": (ERROR, "two items share an id"),
+    "ITEM_ORDER": (ERROR, "an item event its state machine does not allow here"),
+    "ADDED_NOT_IN_PROGRESS": (WARNING, "an item is added with a status other than in_progress"),
+    "UNKNOWN_ITEM": (ERROR, "an event for an output_index that was never added"),
+    "ITEM_ID_MISMATCH": (ERROR, "an event's item_id differs from the item at its output_index"),
+    "EVENT_AFTER_ITEM_DONE": (ERROR, "an event for an item after its output_item.done"),
+    "ITEM_TYPE_CHANGED": (ERROR, "output_item.done carries another item type than added"),
+    "DONE_IN_PROGRESS": (ERROR, "output_item.done with status in_progress"),
+    "DONE_TEXT_MISMATCH": (ERROR, "a done text or item field differs from the concatenated deltas"),
+    "DONE_PARTS_MISMATCH": (ERROR, "the done item's parts differ from the parts streamed"),
+    "ARGUMENTS_NOT_JSON": (WARNING, "completed tool arguments that are not JSON (glued calls?)"),
+    "CONTENT_INDEX_NOT_DENSE": (ERROR, "content_index is not dense from 0 within the item"),
+    "SUMMARY_INDEX_NOT_DENSE": (ERROR, "summary_index is not dense from 0 within the item"),
+    "PART_NOT_OPEN": (ERROR, "a part event before its part was added"),
+    "EVENT_AFTER_PART_DONE": (ERROR, "a part event after the part was done"),
+    "PART_ORDER": (ERROR, "a part event its state machine does not allow here"),
+    "PART_KIND": (ERROR, "a part kind the item type has no slot for"),
+}
 TERMINALS = ("response.completed", "response.incomplete", "response.failed")
 INCOMPLETE_REASONS = ("max_output_tokens", "content_filter")
 # Events that some servers send but no dialect of the protocol defines.
@@ -154,7 +207,8 @@ class StreamValidator:
         self.open_item: _Item | None = None
 
     # -- reporting ------------------------------------------------------------
-    def _add(self, rule: str, message: str, severity: str = ERROR) -> None:
+    def _add(self, rule: str, message: str) -> None:
+        severity = RULES[rule][0]
         self.violations.append(Violation(rule, severity, self.index, self.seq, message))
 
     @property
@@ -256,7 +310,6 @@ class StreamValidator:
             self._add(
                 "EXTENSION_EVENT",
                 f"{kind} is a provider extension the spec does not describe; not checked",
-                WARNING,
             )
         else:
             self._add(
@@ -337,7 +390,7 @@ class StreamValidator:
                 self._add("INCOMPLETE_WITHOUT_REASON", f"incomplete_details.reason is {reason!r}")
         usage = response.get("usage")
         if not isinstance(usage, Mapping):
-            self._add("USAGE_MISSING", "the terminal Response has no usage", WARNING)
+            self._add("USAGE_MISSING", "the terminal Response has no usage")
 
     # -- items ----------------------------------------------------------------
     def _in_items_state(self, kind: str) -> None:
@@ -381,7 +434,6 @@ class StreamValidator:
             self._add(
                 "INTERLEAVED_ITEMS",
                 f"item {item.get('id')} opens while {self.open_item.item_id} is still open",
-                WARNING,
             )
         spec_type = self.item_kinds.get(str(item.get("type")))
         machine = _Machine(self.items_table[spec_type]) if spec_type else None
@@ -389,7 +441,6 @@ class StreamValidator:
             self._add(
                 "UNSPECIFIED_ITEM",
                 f"item type {item.get('type')!r} has no spec; its events are not checked",
-                WARNING,
             )
         record = _Item(spec_type, str(item.get("id")), oi, machine, dict(item))
         if record.item_id in self.by_id:
@@ -400,9 +451,7 @@ class StreamValidator:
         if machine is not None and not machine.step("response.output_item.added"):
             self._add("ITEM_ORDER", "output_item.added is not how this item starts")
         if item.get("status") not in (None, "in_progress"):
-            self._add(
-                "ADDED_NOT_IN_PROGRESS", f"item added with status {item.get('status')!r}", WARNING
-            )
+            self._add("ADDED_NOT_IN_PROGRESS", f"item added with status {item.get('status')!r}")
 
     def _find(self, payload: Mapping[str, Any], oi: int) -> _Item | None:
         item = self.items.get(oi)
@@ -485,7 +534,6 @@ class StreamValidator:
                 "ARGUMENTS_NOT_JSON",
                 f"{item.type}.{fname} of {item.item_id} is not JSON"
                 + (" (several calls glued together?)" if glued else ""),
-                WARNING,
             )
 
     def _slot_key(self, item_type: str, slot: str) -> str:
