@@ -127,9 +127,13 @@ class ChatToResponses:
             raise BadChunk("malformed chunk: 'delta' is not an object")
         if self.finish_reason is not None and self._has_output(delta):
             raise BadChunk(f"delta after finish_reason {self.finish_reason!r}")
+        routed: set[tuple[str, str]] = set()
         for key, route in self.fields.items():
             text = delta.get(key)
-            if isinstance(text, str) and text:
+            target = (route["item"], route["part"])
+            # Some servers send one text under two spellings (reasoning and reasoning_content).
+            if isinstance(text, str) and text and target not in routed:
+                routed.add(target)
                 logprobs = logprobs_from_chat(choice.get("logprobs")) if key == "content" else []
                 self._text(route["item"], route["part"], text, logprobs)
         calls = delta.get("tool_calls")
@@ -172,9 +176,11 @@ class ChatToResponses:
 
     # -- tool calls ---------------------------------------------------------
     def _tool_fragment(self, fragment: Any) -> None:
-        if not isinstance(fragment, Mapping) or not isinstance(fragment.get("index", 0), int):
+        if not isinstance(fragment, Mapping) or not isinstance(fragment.get("index"), int | None):
             raise BadChunk("malformed tool call fragment")
-        index = fragment.get("index", 0)
+        index = fragment.get("index")
+        if index is None:
+            index = self._implicit_index(fragment.get("id"))
         fn = fragment.get("function") or fragment.get("custom") or {}
         name = fn.get("name") if isinstance(fn, Mapping) else None
         args = fn.get("arguments", fn.get("input")) if isinstance(fn, Mapping) else None
@@ -196,6 +202,15 @@ class ChatToResponses:
             call.args.append(args)
             if call is self.live and call.handle is not None:
                 call.handle.delta(args)
+
+    def _implicit_index(self, call_id: Any) -> int:
+        """An index for servers that leave it out: by call id, or the latest call."""
+        if call_id:
+            for index, call in self.calls.items():
+                if call.id == call_id:
+                    return index
+            return max(self.calls, default=-1) + 1
+        return max(self.calls, default=0)
 
     def _go_live(self, call: _Call) -> None:
         item_type = self.tool_items[call.tool.kind]

@@ -19,6 +19,7 @@ from .convert import normalize_usage
 from .dialect import Dialect
 from .errors import TransitionError
 
+INCOMPLETE_REASONS = ("max_output_tokens", "content_filter")
 TERMINAL_TRANSITION = {"completed": "done", "incomplete": "incomplete", "failed": "fail"}
 # The codes the Responses API allows in ``response.error.code`` (a closed enum there);
 # any other code stays on the ``error`` event and the response says ``server_error``.
@@ -109,12 +110,14 @@ class ItemHandle:
 
     def text(self, delta: str, **params: Any) -> None:
         """A delta for the open part."""
+        self._proc._require_open(self)
         if self.part_kind is None:
             raise ProcessorError(f"{self.type}: no open part for a text delta")
         self._call(f"{self.part_kind}_delta", delta=delta, **params)
 
     def part_phase(self, name: str, **params: Any) -> None:
         """Another transition of the open part, such as ``annotate``."""
+        self._proc._require_open(self)
         if self.part_kind is None:
             raise ProcessorError(f"{self.type}: no open part for {name!r}")
         self._call(f"{self.part_kind}_{name}", **params)
@@ -202,11 +205,11 @@ class StreamProcessor:
         cls = self.dialect.item_emitters.get(item_type)
         if cls is None:
             raise ProcessorError(f"unknown item type {item_type!r}")
-        self.close_current("completed")
         try:
             emitter = cls(self.response, **fields)
         except TypeError as exc:
             raise ProcessorError(f"{item_type}: {exc}") from None
+        self.close_current("completed")
         handle = ItemHandle(self, item_type, emitter)
         self.out += emitter.open()
         self.current = handle
@@ -229,6 +232,8 @@ class StreamProcessor:
 
     def truncate(self, reason: str, usage: Mapping[str, Any] | None = None) -> None:
         """Close the open item as incomplete and end with ``response.incomplete``."""
+        if reason not in INCOMPLETE_REASONS:
+            raise ProcessorError(f"incomplete reason must be one of {INCOMPLETE_REASONS}")
         self._ensure_live()
         self.close_current("incomplete")
         self.ended = True

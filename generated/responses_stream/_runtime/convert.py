@@ -22,7 +22,7 @@ def usage_from_chat(usage: Mapping[str, Any] | None) -> dict[str, Any]:
     return {
         "input_tokens": inp,
         "input_tokens_details": {
-            "cached_tokens": _int(prompt.get("cached_tokens")),
+            "cached_tokens": _int(prompt.get("cached_tokens", u.get("prompt_cache_hit_tokens"))),
             "cache_write_tokens": _int(
                 prompt.get("cache_write_tokens", prompt.get("cache_creation_tokens"))
             ),
