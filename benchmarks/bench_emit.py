@@ -21,6 +21,7 @@ from typing import Any, Final
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "generated"))
 
 from openai.types.responses import ResponseTextDeltaEvent  # noqa: E402
+
 from responses_stream import CountingIds  # noqa: E402
 from responses_stream import openai as oa  # noqa: E402
 

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import responses_stream as rs
 from _support import (
     _openresponses_events,
     drive,
@@ -22,6 +21,8 @@ from _support import (
     validate_openai,
     validate_openresponses,
 )
+
+import responses_stream as rs
 from responses_stream import CountingIds
 
 GENERATED_TESTS = Path(__file__).resolve().parents[1] / "generated" / "tests"

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+
 import responses_stream as rs
 from responses_stream import CountingIds
 
