@@ -85,6 +85,7 @@ class Binding:
 class EmitC:
     event: str  # catalogue key
     bindings: list[Binding]
+    when: list[str] | None = None  # only from these source states
 
 
 @dataclass
@@ -174,6 +175,7 @@ class DialectC:
     renames: dict[str, str]
     overrides: dict[str, dict[str, tuple[TypeRef, str | dict[str, str] | None]]]
     response_required: set[str]
+    echo_tools: str = "as_requested"
 
     def event_type(self, name: str) -> str:
         if name in self.renames:
@@ -377,6 +379,7 @@ class _Builder:
                 renames,
                 overrides,
                 required,
+                d.echo_tools,
             )
         if "openai" not in dialects:
             self.errors.append(SpecError("spec", 1, "-", "the 'openai' dialect is required"))
@@ -664,6 +667,14 @@ class _Builder:
                     path + ("transitions", tname),
                     f"transition {tname!r} is never taken from any state",
                 )
+            for i, emit in enumerate(transitions[tname].emits):
+                for when in emit.when or []:
+                    if when not in transitions[tname].sources:
+                        self.err(
+                            src,
+                            path + ("transitions", tname, "emit", i, "when"),
+                            f"transition {tname!r} is not taken from state {when!r}",
+                        )
         if spec.initial in states:
             seen = {spec.initial}
             queue = deque([spec.initial])
@@ -757,7 +768,9 @@ class _Builder:
             for k in emit.with_:
                 if k not in event.fields:
                     self.err(src, epath + ("with", k), f"event {emit.event!r} has no field {k!r}")
-            emits.append(EmitC(emit.event, bindings))
+            if emit.when is not None and scope != "item":
+                self.err(src, epath + ("when",), "'when' is only for item transitions")
+            emits.append(EmitC(emit.event, bindings, emit.when))
         return TransitionC(name, tr.doc, params, actions, emits)
 
     def check_address(

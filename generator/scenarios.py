@@ -82,9 +82,13 @@ def _example(p: Param) -> Any:
     return p.example
 
 
-def _events(cat: Catalog, tr: TransitionC, index: int) -> list[tuple[str, str, int]]:
+def _events(
+    cat: Catalog, tr: TransitionC, index: int, state: str = ""
+) -> list[tuple[str, str, int]]:
     out = []
     for e in tr.emits:
+        if e.when is not None and state not in e.when:
+            continue
         address = cat.events[e.event].address
         out.append((e.event, address, index if address in ("content", "summary") else -1))
     return out
@@ -114,13 +118,16 @@ class _Walker:
         self.m = item.machine
         self.n = 0
         self.counters: dict[str, int] = {}
+        self.state = item.machine.initial
         self.open_part: tuple[str, int] | None = None
 
     def call(self, sc: Scenario, tr: TransitionC, method: str, index: int = -1) -> None:
         self.n += 1
         kwargs = _args(self.cat, tr.params, self.n)
-        events = _events(self.cat, tr, index)
         is_item = tr is self.m.transitions.get(tr.name)
+        events = _events(self.cat, tr, index, self.state if is_item else "")
+        if is_item:
+            self.state = tr.target
         if is_item and tr.target in self.m.finals and self.open_part is not None:
             part, pindex = self.open_part
             done = self.cat.parts[part].machine.transitions["done"]

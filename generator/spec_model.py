@@ -89,6 +89,10 @@ class Emit(Strict):
     with_: dict[str, Ref | dict[str, Ref]] = Field(
         default_factory=dict, alias="with", description="Per-emit overrides of field sources."
     )
+    when: list[str] | None = Field(
+        default=None,
+        description="Emit only when the transition is taken from one of these states (items).",
+    )
 
 
 EmitDecl = str | Emit
@@ -242,6 +246,13 @@ class DialectFile(Strict):
     events: dict[str, DialectEvent] = Field(default_factory=dict)
     response_required: list[str] | Literal["all"] = "all"
     framing: Framing = Framing()
+    echo_tools: Literal["as_requested", "functions"] = Field(
+        default="as_requested",
+        description=(
+            "How the request's tools appear in the Response: as sent, or as complete "
+            "function tools only (namespaces flattened to namespace.name)."
+        ),
+    )
 
 
 class ChatFieldRoute(Strict):

@@ -23,6 +23,10 @@ def _transition(tr: TransitionC) -> dict[str, Any]:
         "params": [p.name for p in tr.params],
         "required": [p.name for p in tr.params if p.required],
         "emits": [e.event for e in tr.emits],
+        "emits_from": {
+            state: [e.event for e in tr.emits if e.when is None or state in e.when]
+            for state in tr.sources
+        },
     }
 
 

@@ -37,6 +37,7 @@ class Method:
     target: str
     body: list[str]
     emits: list[str]  # event constructor expressions, in order
+    emit_when: list[tuple[str, ...]]  # per emit: the source states it is limited to, or ()
     events: list[str]  # catalogue names, in order
     closes_part: bool = False
     final: bool = False
@@ -94,6 +95,7 @@ class DialectView:
     name: str
     doc: str
     done_sentinel: bool
+    echo_tools: str
     items: list[ItemView]
     envelope: EnvelopeView
     event_types: list[tuple[str, str, str]]  # (catalogue name, class, wire type)
@@ -210,6 +212,7 @@ class _Ctx:
             target=tr.target,
             body=body,
             emits=emits,
+            emit_when=[tuple(e.when or ()) for e in tr.emits],
             events=events,
             final=final,
             transition=tr.name,
@@ -420,6 +423,7 @@ class DialectViews:
             name=self.d.name,
             doc=self.d.doc,
             done_sentinel=self.d.done_sentinel,
+            echo_tools=self.d.echo_tools,
             items=items,
             envelope=env,
             event_types=events,

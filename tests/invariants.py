@@ -196,12 +196,10 @@ def check_stream(payloads: list[dict[str, Any]], dialect: str, *, validate: bool
             for where, deltas in current.text.items():
                 assert not deltas or where in current.text_done, f"{current.id}: {where} not done"
             for fam_name, deltas in current.acc.items():
-                # only an item cut short may end its deltas without a .done event
-                # (mcp_call and code_interpreter_call closed as incomplete do so)
+                # every streamed text ends with its .done event, even when cut short
                 text = current.acc_done.get(fam_name)
-                if text is None:
-                    assert item.get("status") == "incomplete", f"{current.id}: no {fam_name}.done"
-                    text = "".join(deltas)
+                assert text is not None, f"{current.id}: no {fam_name}.done"
+                assert text == "".join(deltas), (fam_name, text)
                 assert item.get(ITEM_TEXT[fam_name]) == text, (fam_name, item, text)
             for fam_name, text in current.acc_done.items():
                 assert item.get(ITEM_TEXT[fam_name]) == text, (fam_name, item, text)

@@ -558,16 +558,7 @@ def test_chat_scenario_through_the_sdk(client: OpenAI, base_url: str, name: str)
     assert response["created_at"] == CREATED_AT
 
 
-NAMESPACE_ECHO_BUG = pytest.mark.xfail(
-    strict=True,
-    reason="processor bug: the request's namespace tool is echoed verbatim into "
-    "response.tools, and the Open Responses Tool union has function tools only",
-)
-
-
-@pytest.mark.parametrize(
-    "name", [pytest.param(n, marks=NAMESPACE_ECHO_BUG) if n == "namespace" else n for n in CHAT]
-)
+@pytest.mark.parametrize("name", list(CHAT))
 def test_chat_scenario_in_openresponses(base_url: str, name: str) -> None:
     case = CHAT[name]
     events = fetch_valid(base_url, "openresponses", request_body(name, case.tools))
@@ -588,11 +579,6 @@ def test_namespaced_call_in_openresponses(base_url: str) -> None:
     check_final(check_stream(events), case)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="processor bug: a minimal function tool (valid FunctionToolParam) is echoed "
-    "verbatim; the Open Responses FunctionTool requires description, parameters, strict",
-)
 def test_openresponses_echo_of_a_minimal_function_tool(base_url: str) -> None:
     tools = [{"type": "function", "name": "get_time"}]
     events = fetch_valid(base_url, "openresponses", request_body("text", tools))

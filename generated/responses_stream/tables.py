@@ -31,6 +31,12 @@ ITEMS: dict[str, dict[str, Any]] = {
                     "response.output_item.added",
                     "response.code_interpreter_call.in_progress",
                 ],
+                "emits_from": {
+                    "pending": [
+                        "response.output_item.added",
+                        "response.code_interpreter_call.in_progress",
+                    ]
+                },
             },
             "delta": {
                 "from": ["coding"],
@@ -38,6 +44,7 @@ ITEMS: dict[str, dict[str, Any]] = {
                 "params": ["delta"],
                 "required": ["delta"],
                 "emits": ["response.code_interpreter_call_code.delta"],
+                "emits_from": {"coding": ["response.code_interpreter_call_code.delta"]},
             },
             "interpreting": {
                 "from": ["coding"],
@@ -48,6 +55,12 @@ ITEMS: dict[str, dict[str, Any]] = {
                     "response.code_interpreter_call_code.done",
                     "response.code_interpreter_call.interpreting",
                 ],
+                "emits_from": {
+                    "coding": [
+                        "response.code_interpreter_call_code.done",
+                        "response.code_interpreter_call.interpreting",
+                    ]
+                },
             },
             "done": {
                 "from": ["interpreting"],
@@ -55,6 +68,12 @@ ITEMS: dict[str, dict[str, Any]] = {
                 "params": ["outputs"],
                 "required": [],
                 "emits": ["response.code_interpreter_call.completed", "response.output_item.done"],
+                "emits_from": {
+                    "interpreting": [
+                        "response.code_interpreter_call.completed",
+                        "response.output_item.done",
+                    ]
+                },
             },
             "fail": {
                 "from": ["interpreting"],
@@ -62,13 +81,21 @@ ITEMS: dict[str, dict[str, Any]] = {
                 "params": [],
                 "required": [],
                 "emits": ["response.output_item.done"],
+                "emits_from": {"interpreting": ["response.output_item.done"]},
             },
             "incomplete": {
                 "from": ["coding", "interpreting"],
                 "to": "closed",
                 "params": [],
                 "required": [],
-                "emits": ["response.output_item.done"],
+                "emits": ["response.code_interpreter_call_code.done", "response.output_item.done"],
+                "emits_from": {
+                    "coding": [
+                        "response.code_interpreter_call_code.done",
+                        "response.output_item.done",
+                    ],
+                    "interpreting": ["response.output_item.done"],
+                },
             },
         },
         "accumulators": {
@@ -105,6 +132,7 @@ ITEMS: dict[str, dict[str, Any]] = {
                 "params": [],
                 "required": [],
                 "emits": ["response.output_item.added"],
+                "emits_from": {"pending": ["response.output_item.added"]},
             },
             "compacting": {
                 "from": ["open"],
@@ -112,6 +140,7 @@ ITEMS: dict[str, dict[str, Any]] = {
                 "params": [],
                 "required": [],
                 "emits": ["response.compaction.compacting"],
+                "emits_from": {"open": ["response.compaction.compacting"]},
             },
             "done": {
                 "from": ["compacting"],
@@ -119,6 +148,7 @@ ITEMS: dict[str, dict[str, Any]] = {
                 "params": ["encrypted_content"],
                 "required": [],
                 "emits": ["response.output_item.done"],
+                "emits_from": {"compacting": ["response.output_item.done"]},
             },
             "incomplete": {
                 "from": ["open", "compacting"],
@@ -126,6 +156,10 @@ ITEMS: dict[str, dict[str, Any]] = {
                 "params": [],
                 "required": [],
                 "emits": ["response.output_item.done"],
+                "emits_from": {
+                    "open": ["response.output_item.done"],
+                    "compacting": ["response.output_item.done"],
+                },
             },
         },
         "accumulators": {},
@@ -151,6 +185,7 @@ ITEMS: dict[str, dict[str, Any]] = {
                 "params": [],
                 "required": [],
                 "emits": ["response.output_item.added"],
+                "emits_from": {"pending": ["response.output_item.added"]},
             },
             "delta": {
                 "from": ["streaming"],
@@ -158,6 +193,7 @@ ITEMS: dict[str, dict[str, Any]] = {
                 "params": ["delta"],
                 "required": ["delta"],
                 "emits": ["response.custom_tool_call_input.delta"],
+                "emits_from": {"streaming": ["response.custom_tool_call_input.delta"]},
             },
             "done": {
                 "from": ["streaming"],
@@ -165,6 +201,12 @@ ITEMS: dict[str, dict[str, Any]] = {
                 "params": [],
                 "required": [],
                 "emits": ["response.custom_tool_call_input.done", "response.output_item.done"],
+                "emits_from": {
+                    "streaming": [
+                        "response.custom_tool_call_input.done",
+                        "response.output_item.done",
+                    ]
+                },
             },
             "incomplete": {
                 "from": ["streaming"],
@@ -172,6 +214,12 @@ ITEMS: dict[str, dict[str, Any]] = {
                 "params": [],
                 "required": [],
                 "emits": ["response.custom_tool_call_input.done", "response.output_item.done"],
+                "emits_from": {
+                    "streaming": [
+                        "response.custom_tool_call_input.done",
+                        "response.output_item.done",
+                    ]
+                },
             },
         },
         "accumulators": {
@@ -209,6 +257,12 @@ ITEMS: dict[str, dict[str, Any]] = {
                 "params": [],
                 "required": [],
                 "emits": ["response.output_item.added", "response.file_search_call.in_progress"],
+                "emits_from": {
+                    "pending": [
+                        "response.output_item.added",
+                        "response.file_search_call.in_progress",
+                    ]
+                },
             },
             "searching": {
                 "from": ["started"],
@@ -216,6 +270,7 @@ ITEMS: dict[str, dict[str, Any]] = {
                 "params": [],
                 "required": [],
                 "emits": ["response.file_search_call.searching"],
+                "emits_from": {"started": ["response.file_search_call.searching"]},
             },
             "done": {
                 "from": ["searching"],
@@ -223,6 +278,12 @@ ITEMS: dict[str, dict[str, Any]] = {
                 "params": ["results"],
                 "required": [],
                 "emits": ["response.file_search_call.completed", "response.output_item.done"],
+                "emits_from": {
+                    "searching": [
+                        "response.file_search_call.completed",
+                        "response.output_item.done",
+                    ]
+                },
             },
             "fail": {
                 "from": ["started", "searching"],
@@ -230,6 +291,10 @@ ITEMS: dict[str, dict[str, Any]] = {
                 "params": [],
                 "required": [],
                 "emits": ["response.output_item.done"],
+                "emits_from": {
+                    "started": ["response.output_item.done"],
+                    "searching": ["response.output_item.done"],
+                },
             },
             "incomplete": {
                 "from": ["started", "searching"],
@@ -237,6 +302,10 @@ ITEMS: dict[str, dict[str, Any]] = {
                 "params": [],
                 "required": [],
                 "emits": ["response.output_item.done"],
+                "emits_from": {
+                    "started": ["response.output_item.done"],
+                    "searching": ["response.output_item.done"],
+                },
             },
         },
         "accumulators": {},
@@ -262,6 +331,7 @@ ITEMS: dict[str, dict[str, Any]] = {
                 "params": [],
                 "required": [],
                 "emits": ["response.output_item.added"],
+                "emits_from": {"pending": ["response.output_item.added"]},
             },
             "delta": {
                 "from": ["streaming"],
@@ -269,6 +339,7 @@ ITEMS: dict[str, dict[str, Any]] = {
                 "params": ["delta"],
                 "required": ["delta"],
                 "emits": ["response.function_call_arguments.delta"],
+                "emits_from": {"streaming": ["response.function_call_arguments.delta"]},
             },
             "done": {
                 "from": ["streaming"],
@@ -276,6 +347,12 @@ ITEMS: dict[str, dict[str, Any]] = {
                 "params": [],
                 "required": [],
                 "emits": ["response.function_call_arguments.done", "response.output_item.done"],
+                "emits_from": {
+                    "streaming": [
+                        "response.function_call_arguments.done",
+                        "response.output_item.done",
+                    ]
+                },
             },
             "incomplete": {
                 "from": ["streaming"],
@@ -283,6 +360,12 @@ ITEMS: dict[str, dict[str, Any]] = {
                 "params": [],
                 "required": [],
                 "emits": ["response.function_call_arguments.done", "response.output_item.done"],
+                "emits_from": {
+                    "streaming": [
+                        "response.function_call_arguments.done",
+                        "response.output_item.done",
+                    ]
+                },
             },
         },
         "accumulators": {
@@ -328,6 +411,12 @@ ITEMS: dict[str, dict[str, Any]] = {
                     "response.output_item.added",
                     "response.image_generation_call.in_progress",
                 ],
+                "emits_from": {
+                    "pending": [
+                        "response.output_item.added",
+                        "response.image_generation_call.in_progress",
+                    ]
+                },
             },
             "generating": {
                 "from": ["started"],
@@ -335,6 +424,7 @@ ITEMS: dict[str, dict[str, Any]] = {
                 "params": [],
                 "required": [],
                 "emits": ["response.image_generation_call.generating"],
+                "emits_from": {"started": ["response.image_generation_call.generating"]},
             },
             "partial_image": {
                 "from": ["generating"],
@@ -342,6 +432,7 @@ ITEMS: dict[str, dict[str, Any]] = {
                 "params": ["partial_image_b64"],
                 "required": ["partial_image_b64"],
                 "emits": ["response.image_generation_call.partial_image"],
+                "emits_from": {"generating": ["response.image_generation_call.partial_image"]},
             },
             "done": {
                 "from": ["generating"],
@@ -349,6 +440,12 @@ ITEMS: dict[str, dict[str, Any]] = {
                 "params": ["result"],
                 "required": [],
                 "emits": ["response.image_generation_call.completed", "response.output_item.done"],
+                "emits_from": {
+                    "generating": [
+                        "response.image_generation_call.completed",
+                        "response.output_item.done",
+                    ]
+                },
             },
             "fail": {
                 "from": ["started", "generating"],
@@ -356,6 +453,10 @@ ITEMS: dict[str, dict[str, Any]] = {
                 "params": [],
                 "required": [],
                 "emits": ["response.output_item.done"],
+                "emits_from": {
+                    "started": ["response.output_item.done"],
+                    "generating": ["response.output_item.done"],
+                },
             },
             "incomplete": {
                 "from": ["started", "generating"],
@@ -363,6 +464,10 @@ ITEMS: dict[str, dict[str, Any]] = {
                 "params": [],
                 "required": [],
                 "emits": ["response.output_item.done"],
+                "emits_from": {
+                    "started": ["response.output_item.done"],
+                    "generating": ["response.output_item.done"],
+                },
             },
         },
         "accumulators": {
@@ -395,6 +500,9 @@ ITEMS: dict[str, dict[str, Any]] = {
                 "params": [],
                 "required": [],
                 "emits": ["response.output_item.added", "response.mcp_call.in_progress"],
+                "emits_from": {
+                    "pending": ["response.output_item.added", "response.mcp_call.in_progress"]
+                },
             },
             "delta": {
                 "from": ["streaming"],
@@ -402,6 +510,7 @@ ITEMS: dict[str, dict[str, Any]] = {
                 "params": ["delta"],
                 "required": ["delta"],
                 "emits": ["response.mcp_call_arguments.delta"],
+                "emits_from": {"streaming": ["response.mcp_call_arguments.delta"]},
             },
             "call": {
                 "from": ["streaming"],
@@ -409,6 +518,7 @@ ITEMS: dict[str, dict[str, Any]] = {
                 "params": [],
                 "required": [],
                 "emits": ["response.mcp_call_arguments.done"],
+                "emits_from": {"streaming": ["response.mcp_call_arguments.done"]},
             },
             "done": {
                 "from": ["calling"],
@@ -416,6 +526,9 @@ ITEMS: dict[str, dict[str, Any]] = {
                 "params": ["output"],
                 "required": [],
                 "emits": ["response.mcp_call.completed", "response.output_item.done"],
+                "emits_from": {
+                    "calling": ["response.mcp_call.completed", "response.output_item.done"]
+                },
             },
             "fail": {
                 "from": ["calling"],
@@ -423,13 +536,20 @@ ITEMS: dict[str, dict[str, Any]] = {
                 "params": ["error"],
                 "required": ["error"],
                 "emits": ["response.mcp_call.failed", "response.output_item.done"],
+                "emits_from": {
+                    "calling": ["response.mcp_call.failed", "response.output_item.done"]
+                },
             },
             "incomplete": {
                 "from": ["streaming", "calling"],
                 "to": "closed",
                 "params": [],
                 "required": [],
-                "emits": ["response.output_item.done"],
+                "emits": ["response.mcp_call_arguments.done", "response.output_item.done"],
+                "emits_from": {
+                    "streaming": ["response.mcp_call_arguments.done", "response.output_item.done"],
+                    "calling": ["response.output_item.done"],
+                },
             },
         },
         "accumulators": {
@@ -467,6 +587,9 @@ ITEMS: dict[str, dict[str, Any]] = {
                 "params": [],
                 "required": [],
                 "emits": ["response.output_item.added", "response.mcp_list_tools.in_progress"],
+                "emits_from": {
+                    "pending": ["response.output_item.added", "response.mcp_list_tools.in_progress"]
+                },
             },
             "done": {
                 "from": ["listing"],
@@ -474,6 +597,9 @@ ITEMS: dict[str, dict[str, Any]] = {
                 "params": ["tools"],
                 "required": [],
                 "emits": ["response.mcp_list_tools.completed", "response.output_item.done"],
+                "emits_from": {
+                    "listing": ["response.mcp_list_tools.completed", "response.output_item.done"]
+                },
             },
             "fail": {
                 "from": ["listing"],
@@ -481,6 +607,9 @@ ITEMS: dict[str, dict[str, Any]] = {
                 "params": ["error"],
                 "required": ["error"],
                 "emits": ["response.mcp_list_tools.failed", "response.output_item.done"],
+                "emits_from": {
+                    "listing": ["response.mcp_list_tools.failed", "response.output_item.done"]
+                },
             },
             "incomplete": {
                 "from": ["listing"],
@@ -488,6 +617,7 @@ ITEMS: dict[str, dict[str, Any]] = {
                 "params": [],
                 "required": [],
                 "emits": ["response.output_item.done"],
+                "emits_from": {"listing": ["response.output_item.done"]},
             },
         },
         "accumulators": {},
@@ -517,6 +647,7 @@ ITEMS: dict[str, dict[str, Any]] = {
                 "params": [],
                 "required": [],
                 "emits": ["response.output_item.added"],
+                "emits_from": {"pending": ["response.output_item.added"]},
             },
             "done": {
                 "from": ["open"],
@@ -524,6 +655,7 @@ ITEMS: dict[str, dict[str, Any]] = {
                 "params": [],
                 "required": [],
                 "emits": ["response.output_item.done"],
+                "emits_from": {"open": ["response.output_item.done"]},
             },
             "incomplete": {
                 "from": ["open"],
@@ -531,6 +663,7 @@ ITEMS: dict[str, dict[str, Any]] = {
                 "params": [],
                 "required": [],
                 "emits": ["response.output_item.done"],
+                "emits_from": {"open": ["response.output_item.done"]},
             },
         },
         "accumulators": {},
@@ -560,6 +693,7 @@ ITEMS: dict[str, dict[str, Any]] = {
                 "params": [],
                 "required": [],
                 "emits": ["response.output_item.added"],
+                "emits_from": {"pending": ["response.output_item.added"]},
             },
             "done": {
                 "from": ["open"],
@@ -567,6 +701,7 @@ ITEMS: dict[str, dict[str, Any]] = {
                 "params": [],
                 "required": [],
                 "emits": ["response.output_item.done"],
+                "emits_from": {"open": ["response.output_item.done"]},
             },
             "incomplete": {
                 "from": ["open"],
@@ -574,6 +709,7 @@ ITEMS: dict[str, dict[str, Any]] = {
                 "params": [],
                 "required": [],
                 "emits": ["response.output_item.done"],
+                "emits_from": {"open": ["response.output_item.done"]},
             },
         },
         "accumulators": {},
@@ -611,6 +747,7 @@ ITEMS: dict[str, dict[str, Any]] = {
                 "params": [],
                 "required": [],
                 "emits": ["response.output_item.added"],
+                "emits_from": {"pending": ["response.output_item.added"]},
             },
             "command_added": {
                 "from": ["open"],
@@ -618,6 +755,7 @@ ITEMS: dict[str, dict[str, Any]] = {
                 "params": ["command_index", "command"],
                 "required": ["command_index", "command"],
                 "emits": ["response.shell_call_command.added"],
+                "emits_from": {"open": ["response.shell_call_command.added"]},
             },
             "command_delta": {
                 "from": ["open"],
@@ -625,6 +763,7 @@ ITEMS: dict[str, dict[str, Any]] = {
                 "params": ["command_index", "delta"],
                 "required": ["command_index", "delta"],
                 "emits": ["response.shell_call_command.delta"],
+                "emits_from": {"open": ["response.shell_call_command.delta"]},
             },
             "command_done": {
                 "from": ["open"],
@@ -632,6 +771,7 @@ ITEMS: dict[str, dict[str, Any]] = {
                 "params": ["command_index", "command"],
                 "required": ["command_index", "command"],
                 "emits": ["response.shell_call_command.done"],
+                "emits_from": {"open": ["response.shell_call_command.done"]},
             },
             "output_delta": {
                 "from": ["open"],
@@ -639,6 +779,7 @@ ITEMS: dict[str, dict[str, Any]] = {
                 "params": ["command_index", "delta"],
                 "required": ["command_index", "delta"],
                 "emits": ["response.shell_call_output_content.delta"],
+                "emits_from": {"open": ["response.shell_call_output_content.delta"]},
             },
             "output_done": {
                 "from": ["open"],
@@ -646,6 +787,7 @@ ITEMS: dict[str, dict[str, Any]] = {
                 "params": ["command_index", "output"],
                 "required": ["command_index", "output"],
                 "emits": ["response.shell_call_output_content.done"],
+                "emits_from": {"open": ["response.shell_call_output_content.done"]},
             },
             "done": {
                 "from": ["open"],
@@ -653,6 +795,7 @@ ITEMS: dict[str, dict[str, Any]] = {
                 "params": [],
                 "required": [],
                 "emits": ["response.output_item.done"],
+                "emits_from": {"open": ["response.output_item.done"]},
             },
             "incomplete": {
                 "from": ["open"],
@@ -660,6 +803,7 @@ ITEMS: dict[str, dict[str, Any]] = {
                 "params": [],
                 "required": [],
                 "emits": ["response.output_item.done"],
+                "emits_from": {"open": ["response.output_item.done"]},
             },
         },
         "accumulators": {},
@@ -686,6 +830,12 @@ ITEMS: dict[str, dict[str, Any]] = {
                 "params": [],
                 "required": [],
                 "emits": ["response.output_item.added", "response.web_search_call.in_progress"],
+                "emits_from": {
+                    "pending": [
+                        "response.output_item.added",
+                        "response.web_search_call.in_progress",
+                    ]
+                },
             },
             "searching": {
                 "from": ["started"],
@@ -693,6 +843,7 @@ ITEMS: dict[str, dict[str, Any]] = {
                 "params": [],
                 "required": [],
                 "emits": ["response.web_search_call.searching"],
+                "emits_from": {"started": ["response.web_search_call.searching"]},
             },
             "done": {
                 "from": ["searching"],
@@ -700,6 +851,9 @@ ITEMS: dict[str, dict[str, Any]] = {
                 "params": ["action"],
                 "required": [],
                 "emits": ["response.web_search_call.completed", "response.output_item.done"],
+                "emits_from": {
+                    "searching": ["response.web_search_call.completed", "response.output_item.done"]
+                },
             },
             "fail": {
                 "from": ["started", "searching"],
@@ -707,6 +861,10 @@ ITEMS: dict[str, dict[str, Any]] = {
                 "params": [],
                 "required": [],
                 "emits": ["response.output_item.done"],
+                "emits_from": {
+                    "started": ["response.output_item.done"],
+                    "searching": ["response.output_item.done"],
+                },
             },
             "incomplete": {
                 "from": ["started", "searching"],
@@ -714,6 +872,10 @@ ITEMS: dict[str, dict[str, Any]] = {
                 "params": [],
                 "required": [],
                 "emits": ["response.output_item.done"],
+                "emits_from": {
+                    "started": ["response.output_item.done"],
+                    "searching": ["response.output_item.done"],
+                },
             },
         },
         "accumulators": {},
@@ -742,6 +904,7 @@ PARTS: dict[str, dict[str, Any]] = {
                 "params": [],
                 "required": [],
                 "emits": ["response.content_part.added"],
+                "emits_from": {"pending": ["response.content_part.added"]},
             },
             "delta": {
                 "from": ["streaming"],
@@ -749,6 +912,7 @@ PARTS: dict[str, dict[str, Any]] = {
                 "params": ["delta", "logprobs"],
                 "required": ["delta"],
                 "emits": ["response.output_text.delta"],
+                "emits_from": {"streaming": ["response.output_text.delta"]},
             },
             "annotate": {
                 "from": ["streaming"],
@@ -756,6 +920,7 @@ PARTS: dict[str, dict[str, Any]] = {
                 "params": ["annotation"],
                 "required": ["annotation"],
                 "emits": ["response.output_text.annotation.added"],
+                "emits_from": {"streaming": ["response.output_text.annotation.added"]},
             },
             "done": {
                 "from": ["streaming"],
@@ -763,6 +928,9 @@ PARTS: dict[str, dict[str, Any]] = {
                 "params": [],
                 "required": [],
                 "emits": ["response.output_text.done", "response.content_part.done"],
+                "emits_from": {
+                    "streaming": ["response.output_text.done", "response.content_part.done"]
+                },
             },
         },
         "accumulators": {
@@ -805,6 +973,7 @@ PARTS: dict[str, dict[str, Any]] = {
                 "params": [],
                 "required": [],
                 "emits": ["response.content_part.added"],
+                "emits_from": {"pending": ["response.content_part.added"]},
             },
             "delta": {
                 "from": ["streaming"],
@@ -812,6 +981,7 @@ PARTS: dict[str, dict[str, Any]] = {
                 "params": ["delta"],
                 "required": ["delta"],
                 "emits": ["response.refusal.delta"],
+                "emits_from": {"streaming": ["response.refusal.delta"]},
             },
             "done": {
                 "from": ["streaming"],
@@ -819,6 +989,9 @@ PARTS: dict[str, dict[str, Any]] = {
                 "params": [],
                 "required": [],
                 "emits": ["response.refusal.done", "response.content_part.done"],
+                "emits_from": {
+                    "streaming": ["response.refusal.done", "response.content_part.done"]
+                },
             },
         },
         "accumulators": {
@@ -847,6 +1020,7 @@ PARTS: dict[str, dict[str, Any]] = {
                 "params": [],
                 "required": [],
                 "emits": ["response.content_part.added"],
+                "emits_from": {"pending": ["response.content_part.added"]},
             },
             "delta": {
                 "from": ["streaming"],
@@ -854,6 +1028,7 @@ PARTS: dict[str, dict[str, Any]] = {
                 "params": ["delta"],
                 "required": ["delta"],
                 "emits": ["response.reasoning_text.delta"],
+                "emits_from": {"streaming": ["response.reasoning_text.delta"]},
             },
             "done": {
                 "from": ["streaming"],
@@ -861,6 +1036,9 @@ PARTS: dict[str, dict[str, Any]] = {
                 "params": [],
                 "required": [],
                 "emits": ["response.reasoning_text.done", "response.content_part.done"],
+                "emits_from": {
+                    "streaming": ["response.reasoning_text.done", "response.content_part.done"]
+                },
             },
         },
         "accumulators": {
@@ -889,6 +1067,7 @@ PARTS: dict[str, dict[str, Any]] = {
                 "params": [],
                 "required": [],
                 "emits": ["response.reasoning_summary_part.added"],
+                "emits_from": {"pending": ["response.reasoning_summary_part.added"]},
             },
             "delta": {
                 "from": ["streaming"],
@@ -896,6 +1075,7 @@ PARTS: dict[str, dict[str, Any]] = {
                 "params": ["delta"],
                 "required": ["delta"],
                 "emits": ["response.reasoning_summary_text.delta"],
+                "emits_from": {"streaming": ["response.reasoning_summary_text.delta"]},
             },
             "done": {
                 "from": ["streaming"],
@@ -906,6 +1086,12 @@ PARTS: dict[str, dict[str, Any]] = {
                     "response.reasoning_summary_text.done",
                     "response.reasoning_summary_part.done",
                 ],
+                "emits_from": {
+                    "streaming": [
+                        "response.reasoning_summary_text.done",
+                        "response.reasoning_summary_part.done",
+                    ]
+                },
             },
         },
         "accumulators": {
@@ -948,6 +1134,7 @@ ENVELOPE: dict[str, Any] = {
             "params": [],
             "required": [],
             "emits": ["response.queued"],
+            "emits_from": {"start": ["response.queued"]},
         },
         "created": {
             "from": ["start", "queued"],
@@ -955,6 +1142,7 @@ ENVELOPE: dict[str, Any] = {
             "params": [],
             "required": [],
             "emits": ["response.created"],
+            "emits_from": {"start": ["response.created"], "queued": ["response.created"]},
         },
         "in_progress": {
             "from": ["created"],
@@ -962,6 +1150,7 @@ ENVELOPE: dict[str, Any] = {
             "params": [],
             "required": [],
             "emits": ["response.in_progress"],
+            "emits_from": {"created": ["response.in_progress"]},
         },
         "audio_delta": {
             "from": ["running"],
@@ -969,6 +1158,7 @@ ENVELOPE: dict[str, Any] = {
             "params": ["delta"],
             "required": ["delta"],
             "emits": ["response.audio.delta"],
+            "emits_from": {"running": ["response.audio.delta"]},
         },
         "audio_done": {
             "from": ["running"],
@@ -976,6 +1166,7 @@ ENVELOPE: dict[str, Any] = {
             "params": [],
             "required": [],
             "emits": ["response.audio.done"],
+            "emits_from": {"running": ["response.audio.done"]},
         },
         "audio_transcript_delta": {
             "from": ["running"],
@@ -983,6 +1174,7 @@ ENVELOPE: dict[str, Any] = {
             "params": ["delta"],
             "required": ["delta"],
             "emits": ["response.audio.transcript.delta"],
+            "emits_from": {"running": ["response.audio.transcript.delta"]},
         },
         "audio_transcript_done": {
             "from": ["running"],
@@ -990,6 +1182,7 @@ ENVELOPE: dict[str, Any] = {
             "params": [],
             "required": [],
             "emits": ["response.audio.transcript.done"],
+            "emits_from": {"running": ["response.audio.transcript.done"]},
         },
         "completed": {
             "from": ["running"],
@@ -997,6 +1190,7 @@ ENVELOPE: dict[str, Any] = {
             "params": ["usage"],
             "required": [],
             "emits": ["response.completed"],
+            "emits_from": {"running": ["response.completed"]},
         },
         "incomplete": {
             "from": ["running"],
@@ -1004,6 +1198,7 @@ ENVELOPE: dict[str, Any] = {
             "params": ["reason", "usage"],
             "required": ["reason"],
             "emits": ["response.incomplete"],
+            "emits_from": {"running": ["response.incomplete"]},
         },
         "error": {
             "from": ["queued", "created", "running"],
@@ -1011,6 +1206,7 @@ ENVELOPE: dict[str, Any] = {
             "params": ["message", "code", "param", "error_type"],
             "required": ["message"],
             "emits": ["error"],
+            "emits_from": {"queued": ["error"], "created": ["error"], "running": ["error"]},
         },
         "failed": {
             "from": ["queued", "created", "running", "erroring"],
@@ -1018,6 +1214,12 @@ ENVELOPE: dict[str, Any] = {
             "params": ["message", "code", "usage"],
             "required": ["message"],
             "emits": ["response.failed"],
+            "emits_from": {
+                "queued": ["response.failed"],
+                "created": ["response.failed"],
+                "running": ["response.failed"],
+                "erroring": ["response.failed"],
+            },
         },
     },
     "accumulators": {},

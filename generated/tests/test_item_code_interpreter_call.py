@@ -107,7 +107,10 @@ SCENARIOS: list[dict[str, Any]] = [
             {
                 "method": "incomplete",
                 "kwargs": {},
-                "events": [["response.output_item.done", "output", -1]],
+                "events": [
+                    ["response.code_interpreter_call_code.done", "item", -1],
+                    ["response.output_item.done", "output", -1],
+                ],
             },
         ],
     },

@@ -104,7 +104,10 @@ SCENARIOS: list[dict[str, Any]] = [
             {
                 "method": "incomplete",
                 "kwargs": {},
-                "events": [["response.output_item.done", "output", -1]],
+                "events": [
+                    ["response.mcp_call_arguments.done", "item", -1],
+                    ["response.output_item.done", "output", -1],
+                ],
             },
         ],
     },

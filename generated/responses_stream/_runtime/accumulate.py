@@ -116,6 +116,8 @@ class _ItemPlan:
         finals = set(table["finals"])
         targets: dict[str, set[str]] = {}
         for tr in table["transitions"].values():
+            if tr["to"] in finals:
+                continue  # output_item.done carries the final status
             for event in tr["emits"]:
                 # a self-loop (a partial image while generating) leaves the status as it is
                 targets.setdefault(event, set()).add("" if tr["to"] in tr["from"] else tr["to"])

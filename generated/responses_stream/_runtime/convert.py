@@ -84,6 +84,27 @@ def logprobs_from_chat(logprobs: Mapping[str, Any] | None) -> list[dict[str, Any
     return out
 
 
+def function_tools(tools: Any) -> list[dict[str, Any]]:
+    """Request tools as complete function tools; namespaces flatten to ``namespace.name``."""
+    out: list[dict[str, Any]] = []
+    for tool in tools if isinstance(tools, list) else []:
+        if not isinstance(tool, Mapping):
+            continue
+        nested = tool.get("type") == "namespace"
+        for t in (tool.get("tools") or []) if nested else [tool]:
+            if isinstance(t, Mapping) and t.get("type") == "function" and "name" in t:
+                out.append(
+                    {
+                        "type": "function",
+                        "name": f"{tool['name']}.{t['name']}" if nested else t["name"],
+                        "description": t.get("description"),
+                        "parameters": t.get("parameters"),
+                        "strict": t.get("strict"),
+                    }
+                )
+    return out
+
+
 @dataclass(frozen=True)
 class Tool:
     """A tool the model may call, as the request declared it."""

@@ -117,7 +117,8 @@ class _Machine:
         while todo:
             state, _ = todo.pop()
             for name, target in self.table["states"].get(state, {}).items():
-                if not self.table["transitions"][name]["emits"] and (target, ()) not in out:
+                emits = self.table["transitions"][name]["emits_from"][state]
+                if not emits and (target, ()) not in out:
                     out.add((target, ()))
                     todo.append((target, ()))
         return out
@@ -130,7 +131,7 @@ class _Machine:
                     nxt.add((state, rest[1:]))
                 continue
             for name, target in self.table["states"].get(state, {}).items():
-                emits = self.table["transitions"][name]["emits"]
+                emits = self.table["transitions"][name]["emits_from"][state]
                 if emits and emits[0] == event:
                     nxt.add((target, tuple(emits[1:])))
         if not nxt:

@@ -294,7 +294,7 @@ class CodeInterpreterCallEmitter:
         return events
 
     def incomplete(self) -> list[m.Event]:
-        "The 'incomplete' transition: emits response.output_item.done."
+        "Cut short; the code is closed first when it was still streaming."
 
         if self.state not in (
             "coding",
@@ -311,11 +311,21 @@ class CodeInterpreterCallEmitter:
             )
 
         events: list[m.Event] = []
+        prev = self.state
         self.state = "closed"
         self.status = "incomplete"
         seq = self._stream.seq
         snap = self.snapshot()
         self._stream.close_item(self.output_index, snap)
+        if prev in ("coding",):
+            events.append(
+                m.CodeInterpreterCallCodeDoneEvent(
+                    sequence_number=next(seq),
+                    item_id=self.item_id,
+                    output_index=self.output_index,
+                    code="".join(self._acc_code),
+                )
+            )
         events.append(
             m.OutputItemDoneEvent(
                 sequence_number=next(seq), output_index=self.output_index, item=snap
@@ -1224,7 +1234,7 @@ class McpCallEmitter:
         return events
 
     def incomplete(self) -> list[m.Event]:
-        "The 'incomplete' transition: emits response.output_item.done."
+        "Cut short; the arguments are closed first when they were still streaming."
 
         if self.state not in (
             "streaming",
@@ -1241,11 +1251,21 @@ class McpCallEmitter:
             )
 
         events: list[m.Event] = []
+        prev = self.state
         self.state = "closed"
         self.status = "incomplete"
         seq = self._stream.seq
         snap = self.snapshot()
         self._stream.close_item(self.output_index, snap)
+        if prev in ("streaming",):
+            events.append(
+                m.McpCallArgumentsDoneEvent(
+                    sequence_number=next(seq),
+                    item_id=self.item_id,
+                    output_index=self.output_index,
+                    arguments="".join(self._acc_arguments),
+                )
+            )
         events.append(
             m.OutputItemDoneEvent(
                 sequence_number=next(seq), output_index=self.output_index, item=snap

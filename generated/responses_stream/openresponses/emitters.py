@@ -14,6 +14,7 @@ from typing import Any, Literal
 import msgspec
 from msgspec import UNSET
 
+from .._runtime.convert import function_tools
 from .._runtime.errors import TransitionError
 from .._runtime.stream import StreamBase, now
 from . import models as m
@@ -312,7 +313,7 @@ class CodeInterpreterCallEmitter:
         return events
 
     def incomplete(self) -> list[m.Event]:
-        "The 'incomplete' transition: emits response.output_item.done."
+        "Cut short; the code is closed first when it was still streaming."
 
         if self.state not in (
             "coding",
@@ -329,11 +330,21 @@ class CodeInterpreterCallEmitter:
             )
 
         events: list[m.Event] = []
+        prev = self.state
         self.state = "closed"
         self.status = "incomplete"
         seq = self._stream.seq
         snap = self.snapshot()
         self._stream.close_item(self.output_index, snap)
+        if prev in ("coding",):
+            events.append(
+                m.CodeInterpreterCallCodeDoneEvent(
+                    sequence_number=next(seq),
+                    item_id=self.item_id,
+                    output_index=self.output_index,
+                    code="".join(self._acc_code),
+                )
+            )
         events.append(
             m.OutputItemDoneEvent(
                 sequence_number=next(seq), output_index=self.output_index, item=snap
@@ -1242,7 +1253,7 @@ class McpCallEmitter:
         return events
 
     def incomplete(self) -> list[m.Event]:
-        "The 'incomplete' transition: emits response.output_item.done."
+        "Cut short; the arguments are closed first when they were still streaming."
 
         if self.state not in (
             "streaming",
@@ -1259,11 +1270,21 @@ class McpCallEmitter:
             )
 
         events: list[m.Event] = []
+        prev = self.state
         self.state = "closed"
         self.status = "incomplete"
         seq = self._stream.seq
         snap = self.snapshot()
         self._stream.close_item(self.output_index, snap)
+        if prev in ("streaming",):
+            events.append(
+                m.McpCallArgumentsDoneEvent(
+                    sequence_number=next(seq),
+                    item_id=self.item_id,
+                    output_index=self.output_index,
+                    arguments="".join(self._acc_arguments),
+                )
+            )
         events.append(
             m.OutputItemDoneEvent(
                 sequence_number=next(seq), output_index=self.output_index, item=snap
@@ -2605,6 +2626,8 @@ class ResponseEmitter(StreamBase):
             for key in self.ECHO_FIELDS:
                 if request.get(key) is not None:
                     self.fields[key] = request[key]
+            if request.get("tools") is not None:
+                self.fields["tools"] = function_tools(request["tools"])
         unknown = set(fields) - set(self.fields)
         if unknown:
             raise TypeError(f"unknown Response fields: {sorted(unknown)}")
