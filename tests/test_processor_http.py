@@ -410,7 +410,7 @@ HARMONY: dict[str, list[HarmonyOp]] = {
 HARMONY_OUTPUT = [
     reasoning("The user wants the weather."),
     msg(out("Let me look that up."), phase="commentary"),
-    fc("get_weather", "call_0006", '{"city":"Paris"}'),
+    fc("get_weather", "call_0004", '{"city":"Paris"}'),
     {"type": "code_interpreter_call", "status": "completed", "code": "print(1 + 1)"},
     {
         "type": "web_search_call",

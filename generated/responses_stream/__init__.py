@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 from . import openai, openresponses
+from ._runtime.accumulate import AccumulateError, ResponseAccumulator
 from ._runtime.api import (
     aevents_from_chat,
     asse_from_chat,
@@ -49,6 +50,7 @@ ITEM_TYPES: tuple[str, ...] = (
 )
 
 __all__ = [
+    "AccumulateError",
     "ChatToResponses",
     "CountingIds",
     "DIALECTS",
@@ -58,6 +60,7 @@ __all__ = [
     "ItemHandle",
     "ProcessorError",
     "RandomIds",
+    "ResponseAccumulator",
     "ResponsesToChat",
     "SSEDecodeError",
     "SSEEncoder",

@@ -85,7 +85,7 @@ class HarmonyToResponses:
         route = self.route = self.match(channel, recipient)
         self.recipient = recipient or ""
         self.buffer = []
-        self.call_id = self.proc.response.ids("call_")
+        self.call_id = ""
         fields = {k: self._value(v) for k, v in route["open"].items()}
         if route["tool"] and "name" in fields:
             tool = resolve_tool(self.tools, str(fields["name"]))
@@ -123,6 +123,8 @@ class HarmonyToResponses:
         if name.startswith("recipient"):
             return recipient_source(name, self.recipient)
         if name == "call_id":
+            if not self.call_id:
+                self.call_id = self.proc.response.ids("call_")
             return self.call_id
         text = "".join(self.buffer)
         if name == "text":
