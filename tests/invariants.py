@@ -11,7 +11,7 @@ from typing import Any
 
 from _support import validate_openai, validate_openresponses
 
-from responses_stream import DIALECTS
+from responses_stream import DIALECTS, validate_payloads
 
 TERMINALS = {
     "response.completed": "completed",
@@ -123,6 +123,8 @@ def check_stream(payloads: list[dict[str, Any]], dialect: str, *, validate: bool
     ``validate=False`` skips the per-event schema validation (the slow part).
     """
     assert dialect in DIALECTS, dialect
+    errors = [str(v) for v in validate_payloads(payloads, dialect) if v.severity == "error"]
+    assert errors == [], errors
     n = len(payloads)
     assert n >= 3, f"stream too short: {[p['type'] for p in payloads]}"
     types = [p["type"] for p in payloads]
