@@ -15,6 +15,8 @@ RECORDED = Path(__file__).parent / "recorded"
 
 def test_installed_package_runs_from_chat_and_validate(tmp_path: Path) -> None:
     target = tmp_path / "site"
+    source = tmp_path / "source"  # building writes build/ and egg-info beside the sources
+    shutil.copytree(ROOT / "generated", source, ignore=shutil.ignore_patterns("__pycache__"))
     pip = subprocess.run(
         [
             sys.executable,
@@ -26,7 +28,7 @@ def test_installed_package_runs_from_chat_and_validate(tmp_path: Path) -> None:
             "--no-build-isolation",
             "--target",
             str(target),
-            str(ROOT / "generated"),
+            str(source),
         ],
         capture_output=True,
         text=True,
