@@ -13,8 +13,16 @@ import sys
 import tempfile
 from pathlib import Path
 
-# Tool caches that may appear in an output folder; never compared or removed.
-CACHES = {"__pycache__", ".mypy_cache", ".ruff_cache", ".pytest_cache", ".hypothesis"}
+# Tool caches and build output that may appear in an output folder; never compared or removed.
+CACHES = {
+    "__pycache__",
+    ".mypy_cache",
+    ".ruff_cache",
+    ".pytest_cache",
+    ".hypothesis",
+    "build",
+    "dist",
+}
 RUFF_CONFIG = ["--line-length", "100", "--target-version", "py311"]
 
 
@@ -61,7 +69,9 @@ def read_tree(root: Path) -> dict[str, bytes]:
         return {}
     out = {}
     for path in sorted(root.rglob("*")):
-        if path.is_file() and not CACHES.intersection(path.parts) and path.suffix != ".pyc":
+        rel = path.relative_to(root).parts
+        skip = CACHES.intersection(rel) or any(p.endswith(".egg-info") for p in rel)
+        if path.is_file() and not skip and path.suffix != ".pyc":
             out[path.relative_to(root).as_posix()] = path.read_bytes()
     return out
 
