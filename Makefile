@@ -37,7 +37,9 @@ pytest: install
 test: lint typecheck check pytest
 
 bench: install
+	$(PYTHON) -m pip install --quiet -r requirements-bench.txt
 	$(PYTHON) benchmarks/bench_emit.py
+	$(PYTHON) benchmarks/bench_convert.py
 
 clean:
 	rm -rf $(VENV) .generated-staging-*

@@ -64,13 +64,13 @@ def sse_from_chat(
     **kw: Any,
 ) -> Iterator[bytes]:
     """The same stream as SSE frames, with the dialect's closing frame."""
-    d = get_dialect(dialect)
-    enc = d.encoder()
-    for event in events_from_chat(chunks, dialect=d, request=request, model=model, **kw):
-        yield enc.encode(event)
-    tail = enc.close()
-    if tail:
-        yield tail
+    conv = _setup(dialect, request, model, **kw)
+    yield from conv.proc.drain_sse()
+    for chunk in chunks:
+        yield from conv.feed_data_sse(chunk) if isinstance(chunk, str) else conv.feed_sse(chunk)
+        if conv.done:
+            return
+    yield from conv.end_sse()
 
 
 async def aevents_from_chat(
@@ -108,10 +108,14 @@ async def asse_from_chat(
     **kw: Any,
 ) -> AsyncIterator[bytes]:
     """``sse_from_chat`` for an async source."""
-    d = get_dialect(dialect)
-    enc = d.encoder()
-    async for event in aevents_from_chat(chunks, dialect=d, request=request, model=model, **kw):
-        yield enc.encode(event)
-    tail = enc.close()
-    if tail:
-        yield tail
+    conv = _setup(dialect, request, model, **kw)
+    for frame in conv.proc.drain_sse():
+        yield frame
+    async for chunk in chunks:
+        frames = conv.feed_data_sse(chunk) if isinstance(chunk, str) else conv.feed_sse(chunk)
+        for frame in frames:
+            yield frame
+        if conv.done:
+            return
+    for frame in conv.end_sse():
+        yield frame

@@ -2,9 +2,27 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+import msgspec
+
+_decode = msgspec.json.Decoder().decode
+
+
+def loads(text: str) -> Any:
+    """``json.loads``, several times faster on ordinary input.
+
+    msgspec parses; whatever it refuses (``NaN``, numbers beyond float range, lone
+    surrogate escapes, or broken JSON) goes to ``json.loads``, so the result, or the
+    ``ValueError`` raised, is always the one ``json.loads`` gives.
+    """
+    try:
+        return _decode(text)
+    except Exception:
+        return json.loads(text)
 
 
 def _int(value: Any) -> int:

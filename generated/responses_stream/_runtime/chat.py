@@ -15,17 +15,19 @@ Bad input never yields an invalid or silently truncated stream:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
 
-from .convert import Tool, logprobs_from_chat, normalize_usage, resolve_tool, tool_index
+from .convert import Tool, loads, logprobs_from_chat, normalize_usage, resolve_tool, tool_index
 from .processor import ItemHandle, StreamProcessor
 
 BAD_INPUT = "invalid_upstream_chunk"
+_decode = msgspec.json.Decoder().decode
+_PLAIN_ROUTE = ("message", "output_text")
+_HANDLED: Any = object()  # ``_parse`` dealt with the payload itself: nothing to feed
 
 
 class BadChunk(ValueError):
@@ -43,7 +45,11 @@ class _Call:
 
 
 class ChatToResponses:
-    """Feeds chat chunks into a ``StreamProcessor``; read events with ``drain()``."""
+    """Feeds chat chunks into a ``StreamProcessor``; read events with ``drain()``.
+
+    For SSE bytes rather than events, ``feed_data_sse``/``feed_sse``/``end_sse`` return
+    the frames of what each call produced (the fastest way to serve a stream).
+    """
 
     def __init__(self, proc: StreamProcessor, request: Mapping[str, Any] | None = None) -> None:
         self.proc = proc
@@ -58,32 +64,124 @@ class ChatToResponses:
         self.finish_reason: str | None = None
         self.usage: Mapping[str, Any] | None = None
         self.done = False
+        # The fast path (``_plain_text``): the one field routed to a message's output_text,
+        # and the other delta keys whose presence needs the general path.
+        plain = [k for k, r in self.fields.items() if (r["item"], r["part"]) == _PLAIN_ROUTE]
+        self._plain_key: str | None = plain[0] if len(plain) == 1 else None
+        self._other_keys = tuple(k for k in self.fields if k != self._plain_key) + ("tool_calls",)
 
     # -- input --------------------------------------------------------------
     def feed_data(self, data: str) -> None:
         """One SSE ``data:`` payload: a JSON chunk or ``[DONE]``."""
-        if self.done:
-            return
-        if data.strip() == "[DONE]":
-            self.end()
-            return
-        try:
-            chunk = json.loads(data)
-        except ValueError as exc:
-            self._fail(f"malformed chunk (not JSON): {exc}")
-            return
-        self.feed(chunk)
+        chunk = self._parse(data)
+        if chunk is not _HANDLED:
+            self.feed(chunk)
 
     def feed(self, chunk: Any) -> None:
         """One parsed chunk."""
         if self.done:
             return
-        if not self.proc.started:
-            self.proc.start()
+        text = self._plain_text(chunk)
+        if text is None:
+            self._feed_any(chunk)
+            return
+        item = self.item
+        assert item is not None
+        self.proc.out += item.emitter.output_text_delta(text)
+
+    # -- input, SSE out -----------------------------------------------------
+    # Each is the same as feed_data/feed/end followed by ``proc.drain_sse()``: the SSE
+    # frames of the events produced, then the dialect's closing frame once the stream has
+    # ended.  A plain text delta skips the event structs: the emitter's ``*_sse`` fast path
+    # makes the same bytes.
+    def feed_data_sse(self, data: str) -> list[bytes]:
+        """``feed_data``, then the SSE frames of what it produced."""
+        try:  # the usual chunk, parsed inline (see convert.loads); all else is left to _parse
+            chunk = _HANDLED if self.done or data.strip() == "[DONE]" else _decode(data)
+        except Exception:
+            chunk = _HANDLED
+        if chunk is _HANDLED:
+            chunk = self._parse(data)
+        if chunk is not _HANDLED:
+            text = self._plain_text(chunk)
+            if text is not None:
+                item = self.item
+                assert item is not None
+                return [item.emitter.output_text_delta_sse(text)]
+            self._feed_any(chunk)
+        return self.proc.drain_sse()
+
+    def feed_sse(self, chunk: Any) -> list[bytes]:
+        """``feed``, then the SSE frames of what it produced."""
+        if not self.done:
+            text = self._plain_text(chunk)
+            if text is not None:
+                item = self.item
+                assert item is not None
+                return [item.emitter.output_text_delta_sse(text)]
+            self._feed_any(chunk)
+        return self.proc.drain_sse()
+
+    def end_sse(self) -> list[bytes]:
+        """``end``, then the SSE frames of what it produced."""
+        self.end()
+        return self.proc.drain_sse()
+
+    def _parse(self, data: str) -> Any:
+        """The chunk in a ``data:`` payload, or ``_HANDLED`` for ``[DONE]`` and bad JSON."""
+        if self.done:
+            return _HANDLED
+        if data.strip() == "[DONE]":
+            self.end()
+            return _HANDLED
         try:
-            self._feed(chunk)
-        except BadChunk as exc:
-            self._fail(str(exc))
+            return loads(data)
+        except ValueError as exc:
+            self._fail(f"malformed chunk (not JSON): {exc}")
+            return _HANDLED
+
+    def _plain_text(self, chunk: Any) -> str | None:
+        """The text of a chunk that only continues the open output_text part, else None.
+
+        Such a chunk (the bulk of a stream) has one choice, index 0, a non-empty text in
+        the plain field, nothing else routed, no logprobs, usage or finish_reason, and
+        there are no tool calls or pending events: ``_feed`` would do nothing but send
+        the text to that part, which the caller does directly.  Anything else is None and
+        takes the general path.
+        """
+        item = self.item
+        if item is None or item.part_kind != "output_text" or type(chunk) is not dict:
+            return None
+        choices = chunk.get("choices")
+        if type(choices) is not list or len(choices) != 1:
+            return None
+        choice = choices[0]
+        if type(choice) is not dict:
+            return None
+        delta = choice.get("delta")
+        if type(delta) is not dict:
+            return None
+        text = delta.get(self._plain_key)
+        if type(text) is not str or not text:
+            return None
+        if len(delta) > 1:
+            for key in self._other_keys:
+                if delta.get(key):
+                    return None
+        if (
+            choice.get("finish_reason") is not None
+            or choice.get("logprobs")
+            or choice.get("index", 0) != 0
+            or chunk.get("usage") is not None
+            or self.calls
+            or self.finish_reason is not None
+            or item.type != "message"
+            or item.emitter.closed  # ItemHandle.closed, one call less
+            or self.proc.ended
+            or self.proc.out
+        ):
+            return None
+        return text
 
     def end(self) -> None:
         """The input is over ([DONE] or end of stream)."""
@@ -105,6 +203,15 @@ class ChatToResponses:
             self.proc.truncate(reason or "max_output_tokens", usage)
 
     # -- chunks -------------------------------------------------------------
+    def _feed_any(self, chunk: Any) -> None:
+        """The general path: any chunk, good or bad."""
+        if not self.proc.started:
+            self.proc.start()
+        try:
+            self._feed(chunk)
+        except BadChunk as exc:
+            self._fail(str(exc))
+
     def _feed(self, chunk: Any) -> None:
         if not isinstance(chunk, Mapping):
             raise BadChunk("malformed chunk: expected a JSON object")

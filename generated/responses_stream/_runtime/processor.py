@@ -19,6 +19,7 @@ import msgspec
 from .convert import normalize_usage
 from .dialect import Dialect
 from .errors import TransitionError
+from .sse import SSEEncoder
 
 INCOMPLETE_REASONS = ("max_output_tokens", "content_filter")
 TERMINAL_TRANSITION = {"completed": "done", "incomplete": "incomplete", "failed": "fail"}
@@ -32,6 +33,20 @@ RESPONSE_ERROR_CODES = frozenset(
     unsupported_image_media_type empty_image_file failed_to_download_image
     image_file_not_found""".split()
 )
+
+
+# One SSE encoder per dialect object, shared by every processor's drain_sse (an encoder
+# holds no stream state, only its per-class prefix cache, which then stays warm).
+_ENCODERS: dict[int, tuple[Dialect, SSEEncoder]] = {}
+
+
+def _shared_encoder(dialect: Dialect) -> SSEEncoder:
+    entry = _ENCODERS.get(id(dialect))
+    if entry is None or entry[0] is not dialect:
+        if len(_ENCODERS) >= 64:  # dialects made on the fly: keep the cache bounded
+            _ENCODERS.clear()
+        entry = _ENCODERS[id(dialect)] = (dialect, dialect.encoder())
+    return entry[1]
 
 
 class ProcessorError(RuntimeError):
@@ -180,6 +195,8 @@ class StreamProcessor:
         self.current: ItemHandle | None = None
         self.started = False
         self.ended = False
+        self._encoder: SSEEncoder | None = None  # drain_sse's, made on first use
+        self._tail_sent = False
 
     # -- envelope -----------------------------------------------------------
     def start(self) -> None:
@@ -263,3 +280,21 @@ class StreamProcessor:
         """The events produced since the last drain, in order."""
         out, self.out = self.out, []
         return out
+
+    def drain_sse(self) -> list[bytes]:
+        """``drain()`` as SSE frames, one per event, in the dialect's framing.
+
+        Once the stream has ended, the dialect's closing frame (``data: [DONE]`` where it
+        has one) follows the last event, once.
+        """
+        enc = self._encoder
+        if enc is None:
+            enc = self._encoder = _shared_encoder(self.dialect)
+        out, self.out = self.out, []
+        frames = [enc.encode(ev) for ev in out]
+        if self.ended and not self._tail_sent:
+            self._tail_sent = True
+            tail = enc.close()
+            if tail:
+                frames.append(tail)
+        return frames

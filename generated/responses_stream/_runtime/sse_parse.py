@@ -10,10 +10,11 @@ of the stream is still dispatched by :meth:`SSEParser.close`.
 from __future__ import annotations
 
 import codecs
-import json
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
+
+from .convert import loads
 
 DONE_DATA = "[DONE]"
 
@@ -33,7 +34,7 @@ class SSEMessage:
 
     def json(self) -> Any:
         """The data parsed as JSON (raises ``json.JSONDecodeError``)."""
-        return json.loads(self.data)
+        return loads(self.data)
 
 
 class SSEDecodeError(ValueError):
@@ -171,7 +172,7 @@ def iter_payloads(messages: Iterable[SSEMessage]) -> Iterator[tuple[SSEMessage, 
         if message.data == DONE_DATA:
             continue
         try:
-            payload = json.loads(message.data)
+            payload = loads(message.data)
         except ValueError as exc:
             raise SSEDecodeError(index, message, f"invalid JSON ({exc})") from exc
         if not isinstance(payload, dict):

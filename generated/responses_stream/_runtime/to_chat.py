@@ -74,9 +74,12 @@ import time
 import uuid
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from json.encoder import encode_basestring
 from typing import Any, Literal
 
-from .convert import normalize_usage
+import msgspec
+
+from .convert import loads, normalize_usage
 from .dialect import Dialect
 from .processor import get_dialect
 
@@ -90,6 +93,13 @@ THINK_OPEN = "<think>\n"
 THINK_CLOSE = "\n</think>\n\n"
 REASONING_SEPARATOR = "\n\n"
 DONE_FRAME = b"data: [DONE]\n\n"
+TEXT_DELTA = "response.output_text.delta"
+# json.dumps(chunk, ensure_ascii=False, separators=(",", ":")), without a new encoder per call
+_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+_dumps_str: Callable[[str], str] = encode_basestring  # the same, for one str
+_decode = msgspec.json.Decoder().decode
+# A chunk whose delta is {"content": ""}: where its JSON is cut to splice in other text.
+_CONTENT_MARK = '"content":""}'
 
 # client tool call item type -> the item field its deltas accumulate
 CLIENT_CALLS: dict[str, str] = {"function_call": "arguments", "custom_tool_call": "input"}
@@ -152,6 +162,8 @@ class ResponsesToChat:
     ``feed`` takes one payload (a parsed dict, or its JSON text; ``[DONE]`` is
     ignored) and returns the chunks to send now; ``close`` ends the stream and
     returns what is left.  Once ``done`` is true nothing more is produced.
+    ``feed_sse`` is ``feed`` with each chunk framed as ``data: {json}\\n\\n`` bytes,
+    and faster than framing ``feed``'s chunks.
     """
 
     def __init__(
@@ -187,10 +199,14 @@ class ResponsesToChat:
         self.reasoning_part: tuple[str, str, int] | None = None
         self.reasoning_pending_separator = False
         self.done = False
+        # feed_sse's text fast path: the JSON of a content chunk around its text, and the
+        # envelope (id, created, model, include_usage) it was made for.
+        self._content_frame: tuple[bytes, bytes] = (b"", b"")
+        self._content_frame_for: tuple[Any, ...] | None = None
         self._handlers: dict[str, Callable[[Mapping[str, Any]], list[dict[str, Any]]]] = {
             "response.output_item.added": self._item_added,
             "response.output_item.done": self._item_done,
-            "response.output_text.delta": lambda p: self._text_delta("text", p),
+            TEXT_DELTA: self._output_text_delta,
             "response.output_text.done": lambda p: self._text_done("text", p, "text"),
             "response.refusal.delta": lambda p: self._text_delta("refusal", p),
             "response.refusal.done": lambda p: self._text_done("refusal", p, "refusal"),
@@ -213,23 +229,89 @@ class ResponsesToChat:
         """One Responses stream payload in; the chat chunks to send out."""
         if self.done:
             return []
-        if isinstance(payload, str | bytes):
-            text = payload.decode() if isinstance(payload, bytes) else payload
-            if text.strip() == "[DONE]":
-                return []
-            try:
-                parsed = json.loads(text)
-            except ValueError as exc:
-                return self._end_with_error(
-                    f"malformed Responses event (not JSON): {exc}", "invalid_upstream_event"
-                )
-            return self.feed(parsed if isinstance(parsed, Mapping) else {})
+        if isinstance(payload, (str, bytes)):
+            parsed = self._parse(payload)
+            if isinstance(parsed, list):
+                return parsed
+            payload = parsed
+        return self._route(payload)
+
+    def feed_sse(self, payload: Payload) -> list[bytes]:
+        """``feed``, framed: the chat SSE frames (``data: {json}\\n\\n``) to send out.
+
+        A text delta's frame is spliced from pre-encoded JSON, byte for byte the frame
+        of the chunk ``feed`` returns; nothing else differs from framing ``feed``.
+        """
+        if self.done:
+            return []
+        event: Mapping[str, Any]
+        if isinstance(payload, (str, bytes)):
+            parsed: Any = None
+            if type(payload) is str and payload.strip() != "[DONE]":
+                try:  # the usual event, parsed inline (see convert.loads); all else to _parse
+                    parsed = _decode(payload)
+                except Exception:
+                    pass
+            if type(parsed) is not dict:
+                parsed = self._parse(payload)
+                if isinstance(parsed, list):
+                    return [_frame(chunk) for chunk in parsed]
+            event = parsed
+        else:
+            event = payload
+        if type(event) is dict and self.role_sent and not self.thinking and "response" not in event:
+            kind = event.get("type")
+            if type(kind) is str and self.event_names.get(kind, kind) == TEXT_DELTA:
+                # _text_delta("text", event), inlined, with the chunk spliced into bytes
+                text = event.get("delta")
+                if not isinstance(text, str) or not text:
+                    return []
+                key = event.get("item_id")
+                if type(key) is not str or key not in self.kinds:
+                    key = self._event_key(event)
+                index = event.get("content_index")
+                part = ("text", key, index if isinstance(index, int) else 0)
+                sent = self.sent.get(part)
+                if sent is None:
+                    self.sent[part] = [text]
+                else:
+                    sent.append(text)
+                envelope = (self.id, self.created, self.model, self.include_usage)
+                if envelope == self._content_frame_for:
+                    head, tail = self._content_frame
+                else:
+                    head, tail = self._new_content_frame()
+                return [head + _dumps_str(text).encode() + tail]
+        return [_frame(chunk) for chunk in self._route(event)]
+
+    def _parse(self, payload: str | bytes) -> Mapping[str, Any] | list[dict[str, Any]]:
+        """A text payload's event, or the chunks it makes instead (none for ``[DONE]``)."""
+        text = payload.decode() if isinstance(payload, bytes) else payload
+        if text.strip() == "[DONE]":
+            return []
+        try:
+            parsed = loads(text)
+        except ValueError as exc:
+            return self._end_with_error(
+                f"malformed Responses event (not JSON): {exc}", "invalid_upstream_event"
+            )
+        return parsed if isinstance(parsed, Mapping) else {}
+
+    def _route(self, payload: Mapping[str, Any]) -> list[dict[str, Any]]:
         response = payload.get("response")
         if isinstance(response, Mapping):
             self._take_identity(response)
-        name = self.event_names.get(_str(payload.get("type")), _str(payload.get("type")))
-        handler = self._handlers.get(name)
+        kind = _str(payload.get("type"))
+        handler = self._handlers.get(self.event_names.get(kind, kind))
         return handler(payload) if handler is not None else []
+
+    def _new_content_frame(self) -> tuple[bytes, bytes]:
+        """The frame of a content chunk (role sent, no finish) before and after its text."""
+        js = _dumps(self._chunk({"content": ""}))
+        cut = js.rindex(_CONTENT_MARK) + len('"content":')
+        self._content_frame = (b"data: " + js[:cut].encode(), js[cut + 2 :].encode() + b"\n\n")
+        self._content_frame_for = (self.id, self.created, self.model, self.include_usage)
+        return self._content_frame
 
     def close(self) -> list[dict[str, Any]]:
         """End the stream; without a terminal event it finishes with ``length``."""
@@ -353,6 +435,9 @@ class ResponsesToChat:
     def _part_of(self, channel: str, payload: Mapping[str, Any]) -> tuple[str, str, int]:
         index = payload.get("summary_index" if channel == "summary" else "content_index")
         return (channel, self._event_key(payload), index if isinstance(index, int) else 0)
+
+    def _output_text_delta(self, payload: Mapping[str, Any]) -> list[dict[str, Any]]:
+        return self._text_delta("text", payload)
 
     def _text_delta(self, channel: str, payload: Mapping[str, Any]) -> list[dict[str, Any]]:
         return self._send_text(self._part_of(channel, payload), _str(payload.get("delta")))
@@ -489,9 +574,7 @@ class ResponsesToChat:
 
 
 def _frame(chunk: Mapping[str, Any]) -> bytes:
-    return (
-        b"data: " + json.dumps(chunk, ensure_ascii=False, separators=(",", ":")).encode() + b"\n\n"
-    )
+    return b"data: " + _dumps(chunk).encode() + b"\n\n"
 
 
 def chat_chunks_from_responses(
@@ -528,14 +611,18 @@ def chat_sse_from_responses(
     model: str | None = None,
 ) -> Iterator[bytes]:
     """Chat SSE frames (``data: {json}\\n\\n``) for a Responses stream, then ``data: [DONE]``."""
-    for chunk in chat_chunks_from_responses(
-        payloads,
+    conv = ResponsesToChat(
         reasoning=reasoning,
         include_usage=include_usage,
         dialect=dialect,
         hosted=hosted,
         model=model,
-    ):
+    )
+    for payload in payloads:
+        yield from conv.feed_sse(payload)
+        if conv.done:
+            break
+    for chunk in conv.close():
         yield _frame(chunk)
     yield DONE_FRAME
 
@@ -559,14 +646,14 @@ async def achat_sse_from_responses(
     )
     if isinstance(payloads, AsyncIterable):
         async for payload in payloads:
-            for chunk in conv.feed(payload):
-                yield _frame(chunk)
+            for frame in conv.feed_sse(payload):
+                yield frame
             if conv.done:
                 break
     else:
         for payload in payloads:
-            for chunk in conv.feed(payload):
-                yield _frame(chunk)
+            for frame in conv.feed_sse(payload):
+                yield frame
             if conv.done:
                 break
     for chunk in conv.close():
