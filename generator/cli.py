@@ -22,6 +22,12 @@ def schema_text() -> str:
     return json.dumps(spec_json_schema(), indent=2, sort_keys=True) + "\n"
 
 
+def schema_stale(spec: Path) -> bool:
+    """Whether the spec folder's JSON Schema differs from the spec model's."""
+    schema = spec / SCHEMA_FILE
+    return not schema.exists() or schema.read_text(encoding="utf-8") != schema_text()
+
+
 def render(spec: Path) -> dict[str, str]:
     """Load, check and render; raise ``SpecErrors`` listing every problem."""
     sources, errors = load_dir(spec)
@@ -38,9 +44,8 @@ def cmd_generate(spec: Path, out: Path) -> int:
     finally:
         if stage.exists():
             shutil.rmtree(stage)
-    schema = spec / SCHEMA_FILE
-    if not schema.exists() or schema.read_text(encoding="utf-8") != schema_text():
-        schema.write_text(schema_text(), encoding="utf-8")
+    if schema_stale(spec):
+        (spec / SCHEMA_FILE).write_text(schema_text(), encoding="utf-8")
         changed.append(f"{spec.name}/{SCHEMA_FILE}")
     print(f"generated {len(files)} files into {out} ({len(changed)} changed)")
     return 0
@@ -53,8 +58,7 @@ def cmd_check(spec: Path, out: Path) -> int:
         drift = diff_trees(stage, out)
     finally:
         shutil.rmtree(stage)
-    schema = spec / SCHEMA_FILE
-    if not schema.exists() or schema.read_text(encoding="utf-8") != schema_text():
+    if schema_stale(spec):
         drift.append(f"{spec.name}/{SCHEMA_FILE}")
     if drift:
         print("generated output differs from a fresh render; run `make generate`:")
