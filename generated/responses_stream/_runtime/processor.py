@@ -235,10 +235,7 @@ class StreamProcessor:
 
     def close_current(self, status: str = "completed", **params: Any) -> None:
         if self.current is not None and not self.current.closed:
-            handle = self.current
-            if status == "incomplete":
-                handle.part_kind = None  # the item's incomplete transition closes the part
-            handle.close(status, **params)
+            self.current.close(status, **params)
         self.current = None
 
     def finish(self, usage: Mapping[str, Any] | None = None) -> None:
