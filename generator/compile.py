@@ -6,7 +6,6 @@ key at fault; the catalog is only built when there are none.
 
 from __future__ import annotations
 
-import keyword
 import re
 from collections import deque
 from dataclasses import dataclass, field
@@ -23,6 +22,14 @@ IDENT = re.compile(r"[a-z][a-z0-9_]*\Z")
 ITEM_TYPE = re.compile(r"([a-z][a-z0-9_-]*:)?[a-z][a-z0-9_]*\Z")
 EVENT_NAME = re.compile(r"([a-z][a-z0-9_-]*:)?[a-z][a-z0-9_.]*[a-z0-9_]\Z")
 TYPE_NAME = re.compile(r"[A-Z][A-Za-z0-9]*\Z")
+# The hard keywords a name must not be: keyword.kwlist, pinned (the same on 3.11,
+# 3.12 and 3.13) so that a spec is accepted or refused alike on every supported
+# Python. Soft keywords (match, case, type, _) are legal identifiers and field names.
+HARD_KEYWORDS = frozenset(
+    """False None True and as assert async await break class continue def del elif else
+    except finally for from global if import in is lambda nonlocal not or pass raise
+    return try while with yield""".split()
+)
 ADDRESS_FIELDS = {
     "none": (),
     "output": ("output_index",),
@@ -132,6 +139,7 @@ class PartC:
     doc: str
     fields: list[FieldC]
     machine: MachineC
+    read_optional: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -146,6 +154,7 @@ class ItemC:
     machine: MachineC
     source: str
     events: list[str]
+    read_optional: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -155,6 +164,8 @@ class EventC:
     doc: str
     fields: dict[str, tuple[TypeRef, str | dict[str, str] | None]]
     owner: str = ""  # source file that declared it
+    read_optional: list[str] = field(default_factory=list)
+    read_legacy: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -210,6 +221,7 @@ class Catalog:
     items_in: str = ""
     chat_routes: sm.ChatRoutesFile | None = None
     harmony_routes: sm.HarmonyRoutesFile | None = None
+    response_read_optional: list[str] = field(default_factory=list)
 
 
 class _Builder:
@@ -219,6 +231,13 @@ class _Builder:
 
     def err(self, src: Source, path: tuple[str | int, ...], msg: str) -> None:
         self.errors.append(src.error(path, msg))
+
+    def read_optional(
+        self, src: Source, path: tuple[str | int, ...], names: list[str], known: list[str]
+    ) -> None:
+        for name in names:
+            if name not in known:
+                self.err(src, path + ("read_optional",), f"unknown field {name!r}")
 
     def typ(self, src: Source, path: tuple[str | int, ...], text: str) -> TypeRef:
         try:
@@ -232,7 +251,7 @@ class _Builder:
         return ref
 
     def ident(self, src: Source, path: tuple[str | int, ...], name: str, what: str) -> None:
-        if keyword.iskeyword(name) or keyword.issoftkeyword(name):
+        if name in HARD_KEYWORDS:
             self.err(src, path, f"{what} {name!r} is a Python keyword")
         elif not IDENT.match(name):
             self.err(src, path, f"{what} {name!r} is not a safe identifier ([a-z][a-z0-9_]*)")
@@ -276,6 +295,9 @@ class _Builder:
             for opt in spec.optional:
                 if opt not in spec.fields:
                     self.err(src, ("types", name, "optional"), f"unknown field {opt!r}")
+            self.read_optional(
+                src, ("types", name), spec.read_optional + spec.read_legacy, list(spec.fields)
+            )
             type_fields[name] = fields
 
         self.events: dict[str, EventC] = {}
@@ -294,7 +316,10 @@ class _Builder:
                     continue
                 pfields = self.item_fields(src, path, spec.fields, spec.context, {})
                 machine = self.machine(src, path, name, spec, "part", spec.index, pfields)
-                self.parts[name] = PartC(name, spec.type, spec.index, spec.doc, pfields, machine)
+                self.read_optional(src, path, spec.read_optional, [f.name for f in pfields])
+                self.parts[name] = PartC(
+                    name, spec.type, spec.index, spec.doc, pfields, machine, spec.read_optional
+                )
 
         self.items: dict[str, ItemC] = {}
         for src in by_kind.get("item", []):
@@ -306,6 +331,7 @@ class _Builder:
         for name, rf in env.response.items():
             self.ident(env_src, ("response", name), name, "field")
             rfields.append(ResponseFieldC(name, self.typ(env_src, ("response", name), rf.type), rf))
+        self.read_optional(env_src, (), env.read_optional, list(env.response))
         envelope = self.machine(env_src, (), "envelope", env, "envelope", "", [])
         self.envelope = envelope
         if env.items_in not in env.states:
@@ -405,6 +431,7 @@ class _Builder:
             self.items_in,
             chat.model if chat else None,
             harmony.model if harmony else None,
+            list(env.read_optional),
         )
 
     # -- routes ---------------------------------------------------------------
@@ -504,7 +531,16 @@ class _Builder:
                 )
                 continue
             fields = self.event_fields(src, epath + ("fields",), spec.fields)
-            self.events[name] = EventC(name, spec.address, spec.doc, fields, src.name)
+            self.read_optional(src, epath, spec.read_optional + spec.read_legacy, list(fields))
+            self.events[name] = EventC(
+                name,
+                spec.address,
+                spec.doc,
+                fields,
+                src.name,
+                spec.read_optional,
+                spec.read_legacy,
+            )
 
     def event_fields(
         self, src: Source, path: tuple[str | int, ...], decls: dict[str, sm.FieldDecl]
@@ -527,7 +563,7 @@ class _Builder:
             self.err(src, ("type",), f"item type {spec.type!r} is not a safe identifier")
             return
         local = spec.type.split(":")[-1]
-        if keyword.iskeyword(local):
+        if local in HARD_KEYWORDS:
             self.err(src, ("type",), f"item type {spec.type!r} is a Python keyword")
             return
         if spec.type in self.items:
@@ -541,8 +577,8 @@ class _Builder:
             self.err(src, ("id_prefix",), f"id prefix {spec.id_prefix!r} must look like 'abc_'")
         for i, st in enumerate(spec.statuses):
             self.ident(src, ("statuses", i), st, "status")
-        if "in_progress" not in spec.statuses:
-            self.err(src, ("statuses",), "statuses must include 'in_progress'")
+        if not spec.statuses:
+            self.err(src, ("statuses",), "an item needs at least one status")
         slots: dict[str, list[str]] = {}
         for sname, slot in spec.slots.items():
             self.ident(src, ("slots", sname), sname, "slot")
@@ -576,6 +612,7 @@ class _Builder:
                     "every open state needs an 'incomplete' transition, so truncation can close the item",
                 )
         events = sorted({e.event for t in machine.transitions.values() for e in t.emits})
+        self.read_optional(src, (), spec.read_optional, ["id", "status"] + [f.name for f in fields])
         self.items[spec.type] = ItemC(
             spec.type,
             spec.id_prefix,
@@ -587,6 +624,7 @@ class _Builder:
             machine,
             src.name,
             events,
+            spec.read_optional,
         )
 
     def item_fields(

@@ -48,9 +48,14 @@ def test_data(cat: Catalog, item: ItemC) -> dict[str, Any]:
         {e for sc in scenarios(cat, item) for st in sc.steps for e, _, _ in st.events}
         | {"response.output_item.added", "response.output_item.done"}
     )
+    opened = [a.value for a in item.machine.transitions["open"].actions if a.op == "status"]
+    initial = "in_progress" if "in_progress" in item.statuses else item.statuses[0]
     return {
         "wire": {d.name: {e: d.event_type(e) for e in events} for d in cat.dialects.values()},
         "item_wire": {d.name: d.item_type(item.type) for d in cat.dialects.values()},
+        "open_status": opened[-1] if opened else initial,
+        # Events this item's file adds to the catalogue: beyond the SDK's union.
+        "own_events": sorted(e.name for e in cat.events.values() if e.owner == item.source),
         "scenarios": [
             {
                 "name": sc.name,
@@ -95,6 +100,9 @@ def render_all(cat: Catalog, spec_dir: Path) -> dict[str, str]:
         schema = dialect_schema(cat, dialect)
         files[f"{pkg}/{name}/schema.json"] = json.dumps(schema, indent=2, ensure_ascii=False) + "\n"
         files[f"{pkg}/{name}/models.py"] = render_models(schema, header(sources).rstrip("\n"))
+        files[f"{pkg}/{name}/reading.py"] = render_models(
+            dialect_schema(cat, dialect, reading=True), header(sources).rstrip("\n")
+        )
         view = dialect_view(cat, dialect)
         views[name] = view
         ctx: dict[str, Any] = {"d": view, "cat": cat, "header": header(sources)}

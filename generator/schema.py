@@ -28,6 +28,15 @@ def part_class(name: str) -> str:
     return camel(name) + "Part"
 
 
+def legacy_fields(cat: Catalog) -> dict[str, list[str]]:
+    """Schema definition -> the fields a reader accepts absent, with a warning."""
+    out = {name: list(spec.read_legacy) for name, spec in cat.types.items() if spec.read_legacy}
+    for ev in cat.events.values():
+        if ev.read_legacy:
+            out[event_class(ev.name)] = list(ev.read_legacy)
+    return dict(sorted(out.items()))
+
+
 def type_schema(ref: TypeRef) -> dict[str, Any]:
     """The JSON Schema of one spec type expression."""
     if ref.kind in ("string", "integer", "number", "boolean"):
@@ -82,13 +91,38 @@ def _union(members: dict[str, str]) -> dict[str, Any]:
     }
 
 
-def dialect_schema(cat: Catalog, dialect: DialectC) -> dict[str, Any]:
-    """Every payload of ``dialect`` as JSON Schema definitions."""
+def _relax(
+    props: dict[str, dict[str, Any]],
+    required: list[str],
+    loose: list[str],
+    legacy: list[str] = [],  # noqa: B006 - never mutated
+) -> list[str]:
+    """For reading: ``loose`` fields may be absent or null, ``legacy`` ones absent."""
+    for name in loose:
+        schema = props.get(name)
+        if schema is None:  # a dialect that reshapes the payload has no such field
+            continue
+        if schema and not any(s.get("type") == "null" for s in schema.get("anyOf", [])):
+            props[name] = {"anyOf": [schema, {"type": "null"}]}
+    return [f for f in required if f not in loose and f not in legacy]
+
+
+def dialect_schema(cat: Catalog, dialect: DialectC, reading: bool = False) -> dict[str, Any]:
+    """Every payload of ``dialect`` as JSON Schema definitions.
+
+    With ``reading``, the schema is the one consumers apply: the fields that
+    the spec lists in ``read_optional`` may be absent or null.
+    """
+
+    def loose(names: list[str]) -> list[str]:
+        return names if reading else []
+
     defs: dict[str, Any] = {}
     for name, spec in cat.types.items():
         fields = cat.type_fields[name]
         props = {f: type_schema(t) for f, t in fields.items()}
         required = [f for f in fields if f not in spec.optional]
+        required = _relax(props, required, loose(spec.read_optional), loose(spec.read_legacy))
         defs[name] = _object(name, props, required, spec.doc)
 
     content: dict[str, str] = {}
@@ -97,6 +131,7 @@ def dialect_schema(cat: Catalog, dialect: DialectC) -> dict[str, Any]:
         cls = part_class(part.name)
         props = {f.name: type_schema(f.type) for f in part.fields}
         required = [f.name for f in part.fields if not f.spec.optional]
+        required = _relax(props, required, loose(part.read_optional))
         defs[cls] = _tagged(cls, part.wire, props, required, part.doc)
         (content if part.index == "content_index" else summary)[part.wire] = cls
 
@@ -110,6 +145,7 @@ def dialect_schema(cat: Catalog, dialect: DialectC) -> dict[str, Any]:
         }
         iprops.update({f.name: type_schema(f.type) for f in item.fields})
         required = ["id", "status"] + [f.name for f in item.fields if not f.spec.optional]
+        required = _relax(iprops, required, loose(item.read_optional))
         defs[cls] = _tagged(cls, tag, iprops, required, item.doc)
         items[tag] = cls
     defs["Item"] = _union(items)
@@ -120,9 +156,10 @@ def dialect_schema(cat: Catalog, dialect: DialectC) -> dict[str, Any]:
     defs["Payload"] = _union({**items, **content, **summary})
 
     rprops = {f.name: type_schema(f.type) for f in cat.response_fields}
-    defs["Response"] = _object(
-        "Response", rprops, [f.name for f in cat.response_fields], "The Response snapshot."
+    rrequired = _relax(
+        rprops, [f.name for f in cat.response_fields], loose(cat.response_read_optional)
     )
+    defs["Response"] = _object("Response", rprops, rrequired, "The Response snapshot.")
 
     events: dict[str, str] = {}
     for ev in cat.events.values():
@@ -133,7 +170,8 @@ def dialect_schema(cat: Catalog, dialect: DialectC) -> dict[str, Any]:
             eprops[addr] = {"type": "string"} if addr == "item_id" else {"type": "integer"}
         efields = dialect.overrides.get(ev.name, ev.fields)
         eprops.update({f: type_schema(t) for f, (t, _) in efields.items()})
-        defs[cls] = _tagged(cls, wire, eprops, list(eprops), ev.doc)
+        erequired = _relax(eprops, list(eprops), loose(ev.read_optional), loose(ev.read_legacy))
+        defs[cls] = _tagged(cls, wire, eprops, erequired, ev.doc)
         events[wire] = cls
     defs["Event"] = _union(events)
     return {

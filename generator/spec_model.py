@@ -162,6 +162,10 @@ class PartSpec(Machine):
     type: str = Field(description="The part's wire type, e.g. output_text.")
     fields: dict[str, ItemField]
     doc: str = ""
+    read_optional: list[str] = Field(
+        default_factory=list,
+        description="Fields a reader accepts as absent or null (the official SDK's optional fields).",
+    )
 
 
 class PartsFile(Strict):
@@ -175,6 +179,15 @@ class EventSpec(Strict):
     address: Literal["none", "output", "item", "content", "summary"]
     doc: str = ""
     fields: dict[str, FieldDecl] = Field(default_factory=dict)
+    read_legacy: list[str] = Field(
+        default_factory=list,
+        description="Fields that older genuine streams leave out although the SDK now requires them; "
+        "a reader accepts them absent, with a warning.",
+    )
+    read_optional: list[str] = Field(
+        default_factory=list,
+        description="Fields a reader accepts as absent or null (the official SDK's optional fields).",
+    )
 
 
 class ItemFile(Machine):
@@ -189,6 +202,10 @@ class ItemFile(Machine):
     events: dict[str, EventSpec] = Field(
         default_factory=dict, description="Events this item adds to the catalogue (extensions)."
     )
+    read_optional: list[str] = Field(
+        default_factory=list,
+        description="Fields a reader accepts as absent or null (the official SDK's optional fields).",
+    )
 
 
 class EventsFile(Strict):
@@ -201,6 +218,15 @@ class TypeSpec(Strict):
     fields: dict[str, FieldDecl]
     optional: list[str] = Field(
         default_factory=list, description="Fields that may be left out of the payload."
+    )
+    read_legacy: list[str] = Field(
+        default_factory=list,
+        description="Fields that older genuine streams leave out although the SDK now requires them; "
+        "a reader accepts them absent, with a warning.",
+    )
+    read_optional: list[str] = Field(
+        default_factory=list,
+        description="Fields a reader accepts as absent or null (the official SDK's optional fields).",
     )
 
 
@@ -221,6 +247,10 @@ class EnvelopeFile(Machine):
     doc: str = ""
     items_in: str = Field(description="The state in which items may stream.")
     response: dict[str, ResponseField]
+    read_optional: list[str] = Field(
+        default_factory=list,
+        description="Fields a reader accepts as absent or null (the official SDK's optional fields).",
+    )
 
 
 class DialectEvent(Strict):

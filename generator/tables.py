@@ -12,6 +12,7 @@ from collections import deque
 from typing import Any
 
 from .compile import Catalog, FieldC, ItemC, MachineC, TransitionC
+from .schema import legacy_fields
 
 TERMINAL = {"done": "completed", "incomplete": "incomplete", "fail": "failed"}
 
@@ -126,7 +127,13 @@ def tables(cat: Catalog) -> dict[str, Any]:
         },
         "envelope": {**_machine(cat.envelope), "items_in": cat.items_in},
         "events": {
-            name: {"address": ev.address, "fields": list(ev.fields)}
+            name: {
+                "address": ev.address,
+                "fields": list(ev.fields),
+                # declared by an item file: beyond the shared catalogue
+                "beyond_sdk": ev.owner.startswith("spec/items/") or ev.owner.startswith("items/"),
+            }
             for name, ev in cat.events.items()
         },
+        "legacy": legacy_fields(cat),
     }

@@ -70,6 +70,7 @@ class ItemView:
     init_params: list[str]
     stored: list[tuple[str, str, str]]  # (attribute, annotation, initial expression)
     status_type: str
+    initial_status: str
     accs: list[tuple[str, str]]
     slots: list[str]
     parts: list[PartView]
@@ -353,6 +354,9 @@ class DialectViews:
             init_params=init_params,
             stored=stored,
             status_type="Literal[" + ", ".join(literal(x) for x in item.statuses) + "]",
+            initial_status=literal(
+                "in_progress" if "in_progress" in item.statuses else item.statuses[0]
+            ),
             accs=accs,
             slots=list(item.slots),
             parts=parts,

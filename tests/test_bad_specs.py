@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import keyword
 import os
 import shutil
 import subprocess
@@ -16,6 +17,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from generator.compile import HARD_KEYWORDS
 
 ROOT = Path(__file__).resolve().parents[1]
 SNAPSHOTS = Path(__file__).parent / "bad_specs"
@@ -180,3 +183,48 @@ def test_doc_strings_round_trip(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     docs = json.loads(proc.stdout)
     assert docs == {d: [ITEM_DOC, TRANSITION_DOC] for d in ("openai", "openresponses")}
+
+
+SOFT_KEYWORD_FIELDS = """
+import sys
+from pathlib import Path
+from responses_stream import openai as oa
+assert Path(oa.__file__).resolve().is_relative_to(Path(sys.argv[1]).resolve()), oa.__file__
+assert "match" in oa.models.FunctionCallItem.__struct_fields__
+assert "case" in oa.models.ResponseError.__struct_fields__
+resp = oa.ResponseEmitter(model="m")
+resp.created()
+resp.in_progress()
+call = resp.function_call(call_id="c", name="n", match="x")
+print(call.open()[0].item.match)
+"""
+
+
+def test_hard_keywords_are_pinned() -> None:
+    """The refused names are the same on every Python: all hard keywords, no soft ones."""
+    assert set(keyword.kwlist) <= HARD_KEYWORDS
+    assert not HARD_KEYWORDS & {"match", "case", "type", "_", *keyword.softkwlist}
+
+
+def test_soft_keywords_are_names(tmp_path: Path) -> None:
+    """``match`` (an item field) and ``case`` (a type field) are accepted on every Python;
+    ``class`` is refused everywhere (the ``python_keyword`` case)."""
+    spec = spec_copy(
+        tmp_path,
+        [
+            (FC, "  call_id: {type: string}", "  call_id: {type: string}\n  match: {type: string}"),
+            (
+                "types.yaml",
+                "      code: string\n      message: string\n  ErrorPayload:",
+                "      code: string\n      message: string\n      case: string\n  ErrorPayload:",
+            ),
+        ],
+    )
+    out = tmp_path / "out"
+    proc = generate(spec, out)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    env = {**os.environ, "PYTHONPATH": str(out)}
+    cmd = [sys.executable, "-c", SOFT_KEYWORD_FIELDS, str(out)]
+    proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "x\n"

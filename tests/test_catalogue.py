@@ -25,6 +25,10 @@ from _support import (
 import responses_stream as rs
 from responses_stream import CountingIds
 
+BEYOND_SDK = {
+    "response.apply_patch_call_operation_diff.delta",
+    "response.apply_patch_call_operation_diff.done",
+}
 GENERATED_TESTS = Path(__file__).resolve().parents[1] / "generated" / "tests"
 
 
@@ -82,9 +86,12 @@ def test_all_59_openai_event_types_are_produced_and_validate() -> None:
     payloads = _payloads("openai")
     produced = {p["type"] for p in payloads}
     assert official - produced == set(), "official events no spec produces"
-    assert produced - official == set(), "produced events the SDK does not know"
+    # Events that OpenAI sends beyond the pinned SDK's union (see the genuine
+    # recordings); the SDK cannot validate them, the recordings test does.
+    assert produced - official <= BEYOND_SDK, "produced events the SDK does not know"
     for payload in payloads:
-        validate_openai(payload)
+        if payload["type"] not in BEYOND_SDK:
+            validate_openai(payload)
 
 
 def test_all_24_openresponses_event_types_are_produced_and_validate() -> None:

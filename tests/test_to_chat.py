@@ -12,9 +12,12 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import openai
@@ -714,3 +717,299 @@ def test_bad_options() -> None:
         ResponsesToChat(reasoning="loud")  # type: ignore[arg-type]
     with pytest.raises(ValueError):
         ResponsesToChat(hosted="tool_calls")  # type: ignore[arg-type]
+
+
+# -- real servers: rotating item ids, error payloads, client actions, unknowns ------
+def rotate_ids(events: Payloads) -> Payloads:
+    """``events`` as a gateway that gives every event (and every item) a fresh id sends them."""
+    fresh = (f"capture-id-{n}" for n in range(1_000_000))
+    out: Payloads = []
+    for e in events:
+        e = dict(e)
+        if "item_id" in e:
+            e["item_id"] = next(fresh)
+        if isinstance(e.get("item"), dict):
+            e["item"] = {**e["item"], "id": next(fresh)}
+        out.append(e)
+    return out
+
+
+def sse_chunks(events: Payloads, **kw: Any) -> list[dict[str, Any]]:
+    """The chunks of the ``feed_sse`` path, fed JSON text as a proxy reads it."""
+    frames = chat_sse_from_responses([json.dumps(e) for e in events], **kw)
+    return [json.loads(f[6:]) for f in frames if f != b"data: [DONE]\n\n"]
+
+
+@pytest.mark.parametrize("mode", ["reasoning_content", "think"])
+def test_rotating_item_ids_are_routed_by_output_index(mode: str) -> None:
+    events = mixed_stream()
+    rotated = rotate_ids(events)
+    assert convert(rotated, reasoning=mode) == convert(events, reasoning=mode)
+    assert sse_chunks(rotated, reasoning=mode) == convert(events, reasoning=mode)
+
+
+def test_rotating_item_ids_warn_once(caplog: pytest.LogCaptureFixture) -> None:
+    conv = ResponsesToChat()
+    with caplog.at_level("WARNING"):
+        for e in rotate_ids(mixed_stream()):
+            conv.feed(e)
+    assert conv.done and len(conv.warnings) == 1
+    assert "output_index" in conv.warnings[0]
+    assert [r.getMessage() for r in caplog.records] == [f"to-chat: {conv.warnings[0]}"]
+    quiet = ResponsesToChat()
+    for e in mixed_stream():
+        quiet.feed(e)
+    assert quiet.warnings == []
+
+
+def test_rotating_item_ids_through_the_sdk(client: OpenAI) -> None:
+    done = complete(client, rotate_ids(mixed_stream()))
+    msg = done.choices[0].message
+    assert msg.content == "Hi"
+    assert extras(msg)["reasoning_content"] == "first\n\nsecond"
+    assert [(c.id, c.function.arguments) for c in msg.tool_calls or []] == [
+        (call_id, "".join(deltas)) for call_id, _, deltas in CALLS
+    ]
+
+
+def test_cli_warns_on_stderr_once() -> None:
+    root = Path(__file__).resolve().parents[1]
+    sse = "".join(f"data: {json.dumps(e)}\n\n" for e in rotate_ids(text_stream()))
+    run = subprocess.run(
+        [sys.executable, "-m", "responses_stream", "to-chat"],
+        input=sse.encode(),
+        capture_output=True,
+        cwd=root / "generated",
+        check=True,
+    )
+    lines = run.stderr.decode().splitlines()
+    assert len(lines) == 1 and "output_index" in lines[0], lines
+    chunks = [json.loads(f[6:]) for f in run.stdout.split(b"\n\n") if f.startswith(b"data: {")]
+    assert content(chunks) == "Hello!"
+
+
+BARE_ERROR = {"error": {"message": "quota", "type": "insufficient_quota", "code": "q"}}
+
+
+def _text_then(last: dict[str, Any]) -> Payloads:
+    events = [e for e in text_stream() if e["type"] != "response.completed"]
+    return events + [last]
+
+
+@pytest.mark.parametrize("as_text", [False, True])
+def test_bare_error_payload_is_an_error(as_text: bool) -> None:
+    events: list[Any] = _text_then(BARE_ERROR)
+    if as_text:
+        events = [json.dumps(e) for e in events]
+    chunks = list(chat_chunks_from_responses(events))
+    assert chunks[-1] == {
+        "error": {"message": "quota", "type": "insufficient_quota", "param": None, "code": "q"}
+    }
+    assert not any(c.get("choices") and c["choices"][0]["finish_reason"] for c in chunks)
+    assert json.loads(list(chat_sse_from_responses(events))[-2][6:]) == chunks[-1]
+
+
+def test_bare_error_raises_in_the_sdk(client: OpenAI) -> None:
+    with pytest.raises(openai.APIError) as info:
+        complete(client, _text_then(BARE_ERROR))
+    assert type(info.value) is openai.APIError
+    assert info.value.message == "quota" and info.value.code == "q"
+
+
+def test_bare_string_error_and_null_error() -> None:
+    assert convert(_text_then({"error": "boom"}))[-1]["error"]["message"] == "boom"
+    # an ``error: null`` field is not an error; the stream just stops
+    assert convert(_text_then({"error": None}))[-1]["choices"][0]["finish_reason"] == "length"
+
+
+def test_failed_without_error_object_raises_in_the_sdk(client: OpenAI) -> None:
+    events = _text_then({"type": "response.failed", "response": _resp("failed", error=None)})
+    with pytest.raises(openai.APIError) as info:
+        complete(client, events)
+    assert info.value.message == "the response failed"
+
+
+PATCH = {"type": "create_file", "path": "a.md", "diff": "+hi\n"}
+SHELL = {"commands": ["ls -a"], "max_output_length": None, "timeout_ms": None}
+LOCAL_SHELL = {"type": "exec", "command": ["ls", "-a"], "env": {}}
+CLICK = {"type": "click", "button": "left", "x": 10, "y": 20}
+APPROVAL = {"server_label": "zip", "name": "shorten", "arguments": '{"url":"x"}'}
+# item (as done) -> (tool name, call id, arguments object)
+ACTION_ITEMS: list[tuple[dict[str, Any], str, str, dict[str, Any]]] = [
+    (
+        {"type": "apply_patch_call", "id": "apc_1", "call_id": "c1", "operation": PATCH},
+        "apply_patch",
+        "c1",
+        PATCH,
+    ),
+    (
+        {"type": "local_shell_call", "id": "lsh_1", "call_id": "c2", "action": LOCAL_SHELL},
+        "local_shell",
+        "c2",
+        LOCAL_SHELL,
+    ),
+    ({"type": "shell_call", "id": "sh_1", "call_id": "c3", "action": SHELL}, "shell", "c3", SHELL),
+    (
+        {
+            "type": "shell_call",
+            "id": "sh_2",
+            "call_id": "c4",
+            "action": SHELL,
+            "environment": {"type": "local"},
+        },
+        "shell",
+        "c4",
+        SHELL,
+    ),
+    (
+        {
+            "type": "computer_call",
+            "id": "cu_1",
+            "call_id": "c5",
+            "action": CLICK,
+            "pending_safety_checks": [],
+        },
+        "computer",
+        "c5",
+        CLICK,
+    ),
+    (
+        {"type": "computer_call", "id": "cu_2", "call_id": "c6", "actions": [CLICK]},
+        "computer",
+        "c6",
+        {"actions": [CLICK]},
+    ),
+    (
+        {"type": "mcp_approval_request", "id": "mcpr_1", **APPROVAL},
+        "mcp_approval_request",
+        "mcpr_1",
+        APPROVAL,
+    ),
+]
+
+
+def item_stream(*items: dict[str, Any], added: bool = True) -> Payloads:
+    """Each item added (in progress, its payload emptied) then done, then completed."""
+    events: Payloads = [{"type": "response.created", "response": _resp("in_progress")}]
+    for i, item in enumerate(items):
+        if added:
+            start = {k: v for k, v in item.items() if k not in ("action", "operation")}
+            events.append(
+                {
+                    "type": "response.output_item.added",
+                    "output_index": i,
+                    "item": {**start, "status": "in_progress"},
+                }
+            )
+        events.append(
+            {
+                "type": "response.output_item.done",
+                "output_index": i,
+                "item": {**item, "status": "completed"},
+            }
+        )
+    events.append({"type": "response.completed", "response": _resp("completed")})
+    return events
+
+
+def calls_of(chunks: list[dict[str, Any]]) -> list[tuple[str, str, Any]]:
+    headers = [t for t in tool_deltas(chunks) if "id" in t]
+    args = accumulated_args(chunks)
+    return [(t["id"], t["function"]["name"], json.loads(args[t["index"]])) for t in headers]
+
+
+@pytest.mark.parametrize("added", [True, False])
+@pytest.mark.parametrize(("item", "name", "call_id", "arguments"), ACTION_ITEMS)
+def test_client_action_item_is_a_tool_call(
+    item: dict[str, Any], name: str, call_id: str, arguments: dict[str, Any], added: bool
+) -> None:
+    chunks = convert(item_stream(item, added=added))
+    assert calls_of(chunks) == [(call_id, name, arguments)]
+    assert chunks[-1]["choices"][0]["finish_reason"] == "tool_calls"
+    assert sse_chunks(item_stream(item, added=added)) == chunks
+
+
+def test_client_action_items_through_the_sdk(client: OpenAI) -> None:
+    items = [item for item, *_ in ACTION_ITEMS]
+    done = complete(client, item_stream(*items))
+    choice = done.choices[0]
+    assert choice.finish_reason == "tool_calls"
+    got = [
+        (c.id, c.function.name, json.loads(c.function.arguments))
+        for c in choice.message.tool_calls or []
+    ]
+    assert got == [(call_id, name, args) for _, name, call_id, args in ACTION_ITEMS]
+
+
+HOSTED = [
+    {
+        "type": "shell_call",
+        "id": "sh_9",
+        "call_id": "c9",
+        "action": SHELL,
+        "environment": {"type": "container_reference", "container_id": "cntr_1"},
+    },
+    {"type": "shell_call_output", "id": "sho_9", "call_id": "c9", "output": []},
+    {"type": "web_search_call", "id": "ws_1", "action": {"type": "search", "query": "q"}},
+    {"type": "tool_search_call", "id": "tsc_1", "call_id": "c", "arguments": {}},
+    {"type": "code_interpreter_call", "id": "ci_1", "code": "1", "container_id": "c"},
+    {"type": "mcp_call", "id": "mcp_1", "name": "n", "arguments": "{}", "server_label": "s"},
+    {"type": "program", "id": "cm_1", "call_id": "c", "code": "x"},
+    {"type": "apply_patch_call_output", "id": "apo_1", "call_id": "c1", "output": "ok"},
+]
+
+
+@pytest.mark.parametrize("item", HOSTED, ids=[i["type"] for i in HOSTED])
+def test_hosted_items_are_not_tool_calls(item: dict[str, Any]) -> None:
+    chunks = convert(item_stream(item))
+    assert tool_deltas(chunks) == []
+    assert chunks[-1]["choices"][0]["finish_reason"] == "stop"
+
+
+def test_unknown_item_and_event_types_pass_through(client: OpenAI) -> None:
+    odd = {"type": "frobnicate_call", "id": "fx_1", "content": 5, "action": "?"}
+    events = item_stream(odd)
+    events[2:2] = [
+        {"type": "response.frobnicate_call.delta", "item_id": "fx_1", "output_index": 0},
+        {"type": "response.unheard_of", "sequence_number": 3},
+        {"no_type": True},
+        {"type": 7, "item": []},
+    ]
+    malformed = {"type": "message", "id": "m_1", "content": 5, "summary": "x"}
+    events[-1:-1] = [
+        {"type": "response.output_item.done", "output_index": 1, "item": malformed},
+        {
+            "type": "response.output_item.done",
+            "output_index": 2,
+            "item": {**malformed, "type": "reasoning"},
+        },
+    ]
+    for mode in ("omit", "content"):
+        chunks = convert(events, hosted=mode)
+        assert tool_deltas(chunks) == []
+        assert chunks[-1]["choices"][0]["finish_reason"] == "stop"
+    done = complete(client, rotate_ids(events))
+    assert done.choices[0].finish_reason == "stop"
+
+
+def _msg(item_id: str, text: str) -> dict[str, Any]:
+    part = {"type": "output_text", "text": text, "annotations": []}
+    return {"type": "message", "id": item_id, "role": "assistant", "content": [part]}
+
+
+@pytest.mark.parametrize("added", [True, False])
+def test_reused_output_index_is_not_an_id_change(added: bool) -> None:
+    """A server that puts every item at ``output_index`` 0, with proper ids, loses nothing."""
+    events: Payloads = [{"type": "response.created", "response": _resp("in_progress")}]
+    for item_id, text in (("m_1", "one "), ("m_2", "two")):
+        if added:
+            start = {**_msg(item_id, ""), "content": []}
+            events.append({"type": "response.output_item.added", "output_index": 0, "item": start})
+        events.append(
+            {"type": "response.output_item.done", "output_index": 0, "item": _msg(item_id, text)}
+        )
+    events.append({"type": "response.completed", "response": _resp("completed")})
+    conv = ResponsesToChat()
+    chunks = [c for e in events for c in conv.feed(e)]
+    assert content(chunks) == "one two"
+    assert conv.warnings == []

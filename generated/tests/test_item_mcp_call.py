@@ -64,6 +64,11 @@ SCENARIOS: list[dict[str, Any]] = [
                 "events": [["response.mcp_call_arguments.delta", "item", -1]],
             },
             {
+                "method": "progress",
+                "kwargs": {},
+                "events": [["response.mcp_call.in_progress", "item", -1]],
+            },
+            {
                 "method": "call",
                 "kwargs": {},
                 "events": [["response.mcp_call_arguments.done", "item", -1]],
@@ -102,6 +107,11 @@ SCENARIOS: list[dict[str, Any]] = [
                 "events": [["response.mcp_call_arguments.delta", "item", -1]],
             },
             {
+                "method": "progress",
+                "kwargs": {},
+                "events": [["response.mcp_call.in_progress", "item", -1]],
+            },
+            {
                 "method": "incomplete",
                 "kwargs": {},
                 "events": [
@@ -133,6 +143,11 @@ SCENARIOS: list[dict[str, Any]] = [
                 "method": "delta",
                 "kwargs": {"delta": 'lo, "wörld" ✓\n'},
                 "events": [["response.mcp_call_arguments.delta", "item", -1]],
+            },
+            {
+                "method": "progress",
+                "kwargs": {},
+                "events": [["response.mcp_call.in_progress", "item", -1]],
             },
             {
                 "method": "call",
@@ -173,6 +188,8 @@ ADDRESS = {
     "content": ["item_id", "output_index", "content_index"],
     "summary": ["item_id", "output_index", "summary_index"],
 }
+OPEN_STATUS = "in_progress"
+OWN_EVENTS = []
 SPEC = {
     "item_type": ITEM_TYPE,
     "id_prefix": ID_PREFIX,
@@ -180,6 +197,8 @@ SPEC = {
     "item_wire": ITEM_WIRE,
     "accumulators": ACCUMULATORS,
     "address": ADDRESS,
+    "open_status": OPEN_STATUS,
+    "own_events": OWN_EVENTS,
 }
 DIALECTS = sorted(WIRE)
 CASES = [(d, s) for d in DIALECTS for s in SCENARIOS]

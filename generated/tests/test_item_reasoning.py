@@ -166,6 +166,8 @@ ADDRESS = {
     "content": ["item_id", "output_index", "content_index"],
     "summary": ["item_id", "output_index", "summary_index"],
 }
+OPEN_STATUS = "in_progress"
+OWN_EVENTS = []
 SPEC = {
     "item_type": ITEM_TYPE,
     "id_prefix": ID_PREFIX,
@@ -173,6 +175,8 @@ SPEC = {
     "item_wire": ITEM_WIRE,
     "accumulators": ACCUMULATORS,
     "address": ADDRESS,
+    "open_status": OPEN_STATUS,
+    "own_events": OWN_EVENTS,
 }
 DIALECTS = sorted(WIRE)
 CASES = [(d, s) for d in DIALECTS for s in SCENARIOS]

@@ -8,6 +8,7 @@ are checked against the dialect's generated models.
 
 from __future__ import annotations
 
+import importlib
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
@@ -20,7 +21,9 @@ from .processor import get_dialect
 
 ERROR = "error"
 WARNING = "warning"
-# Every rule: its stable id, its severity, and what it means.
+# Every rule: its stable id, its severity, and what it means.  An error breaks
+# a strict client or an invariant of the protocol; a warning is legal but
+# unusual, or rejected only by a newer strict SDK than the producer targeted.
 RULES: dict[str, tuple[str, str]] = {
     "MALFORMED_JSON": (ERROR, "a data line is not JSON"),
     "MALFORMED_EVENT": (ERROR, "an event is not a JSON object with a string type"),
@@ -29,8 +32,20 @@ RULES: dict[str, tuple[str, str]] = {
     "SEQ_MISSING": (ERROR, "sequence_number is missing or not an integer"),
     "SEQ_NOT_FROM_ZERO": (ERROR, "sequence_number does not start at 0"),
     "SEQ_NOT_INCREASING": (ERROR, "sequence_number does not strictly increase"),
-    "NON_STANDARD_EVENT": (ERROR, "an event type the dialect does not define"),
-    "EXTENSION_EVENT": (WARNING, "a slug-prefixed extension event the spec does not describe"),
+    "NON_STANDARD_EVENT": (ERROR, "an event some servers send that no dialect defines"),
+    "EXTENSION_EVENT": (
+        ERROR,
+        "a slug-prefixed extension event in the openai dialect (strict openai clients reject it)",
+    ),
+    "UNKNOWN_EXTENSION_EVENT": (
+        WARNING,
+        "a slug-prefixed extension event the spec does not describe (Open Responses)",
+    ),
+    "NEWER_EVENT": (WARNING, "an event type the spec does not know: a newer API; not checked"),
+    "LEGACY_FIELD": (
+        WARNING,
+        "a field that older genuine streams leave out, which the newest SDK requires",
+    ),
     "SCHEMA_INVALID": (ERROR, "the payload does not match the dialect's model of its event"),
     "CREATED_NOT_FIRST": (ERROR, "the stream does not start with response.created"),
     "ENVELOPE_ORDER": (
@@ -54,7 +69,11 @@ RULES: dict[str, tuple[str, str]] = {
     "DUPLICATE_OUTPUT_INDEX": (ERROR, "output_item.added for an output_index already used"),
     "OUTPUT_INDEX_NOT_DENSE": (ERROR, "output_index skips or goes back"),
     "INTERLEAVED_ITEMS": (WARNING, "an item opens while another is still open"),
-    "UNSPECIFIED_ITEM": (WARNING, "an item type without a spec; its events are not checked"),
+    "UNSPECIFIED_ITEM": (WARNING, "an item type without a spec; its payload is not checked"),
+    "EXTENSION_ITEM": (
+        ERROR,
+        "a slug-prefixed extension item in the openai dialect (strict openai clients reject it)",
+    ),
     "DUPLICATE_ITEM_ID": (ERROR, "two items share an id"),
     "ITEM_ORDER": (ERROR, "an item event its state machine does not allow here"),
     "ADDED_NOT_IN_PROGRESS": (WARNING, "an item is added with a status other than in_progress"),
@@ -73,6 +92,23 @@ RULES: dict[str, tuple[str, str]] = {
     "PART_ORDER": (ERROR, "a part event its state machine does not allow here"),
     "PART_KIND": (ERROR, "a part kind the item type has no slot for"),
 }
+# Warnings about a producer's hygiene: ``strict`` makes them errors, for server
+# authors who test their own output.
+HYGIENE = frozenset(
+    {
+        "INTERLEAVED_ITEMS",
+        "USAGE_MISSING",
+        "ADDED_NOT_IN_PROGRESS",
+        "ARGUMENTS_NOT_JSON",
+        "LEGACY_FIELD",
+        "NEWER_EVENT",
+        "UNSPECIFIED_ITEM",
+        "UNKNOWN_EXTENSION_EVENT",
+    }
+)
+# Fields whose bytes the server may change between events (OpenAI re-encrypts
+# them): compared by presence only.
+OPAQUE_FIELDS = frozenset({"encrypted_content", "fingerprint"})
 TERMINALS = ("response.completed", "response.incomplete", "response.failed")
 INCOMPLETE_REASONS = ("max_output_tokens", "content_filter")
 # Events that some servers send but no dialect of the protocol defines.
@@ -184,8 +220,11 @@ class _Item:
 class StreamValidator:
     """Checks a stream event by event; ``violations`` collects what it finds."""
 
-    def __init__(self, dialect: Dialect | str = "openai") -> None:
+    def __init__(self, dialect: Dialect | str = "openai", strict: bool = False) -> None:
         self.dialect = get_dialect(dialect)
+        self.strict = strict
+        self.legacy: Mapping[str, list[str]] = getattr(self.dialect.tables, "LEGACY", {})
+        self.warned: set[tuple[str, str]] = set()
         t = self.dialect.tables
         self.items_table: Mapping[str, Any] = t.ITEMS
         self.parts_table: Mapping[str, Any] = t.PARTS
@@ -195,7 +234,7 @@ class StreamValidator:
         self.wire = self.dialect.wire_types
         self.item_kinds = {wire: spec for spec, wire in self.dialect.item_types.items()}
         self.part_kinds = {p["wire"]: k for k, p in self.parts_table.items()}
-        self.event_type = msgspec.json.Decoder(self.dialect.models.Event)
+        self.event_type = msgspec.json.Decoder(self.dialect.reading.Event)
         self.violations: list[Violation] = []
         self.items: dict[int, _Item] = {}
         self.by_id: dict[str, _Item] = {}
@@ -209,6 +248,8 @@ class StreamValidator:
     # -- reporting ------------------------------------------------------------
     def _add(self, rule: str, message: str) -> None:
         severity = RULES[rule][0]
+        if self.strict and rule in HYGIENE:
+            severity = ERROR
         self.violations.append(Violation(rule, severity, self.index, self.seq, message))
 
     @property
@@ -253,7 +294,7 @@ class StreamValidator:
             return
         name = self.wire.get(kind)
         if name is None:
-            self._unknown(kind)
+            self._unknown(kind, payload)
             return
         self._schema(payload, kind)
         if self.pending_error and name != "response.failed":
@@ -300,27 +341,94 @@ class StreamValidator:
             self._add("SEQ_NOT_INCREASING", f"sequence_number {seq} after {self.last_seq}")
         self.last_seq = seq
 
-    def _unknown(self, kind: str) -> None:
+    def _once(self, rule: str, key: str, message: str) -> None:
+        if (rule, key) not in self.warned:
+            self.warned.add((rule, key))
+            self._add(rule, message)
+
+    def _unknown(self, kind: str, payload: Mapping[str, Any]) -> None:
         if kind in KNOWN_NON_STANDARD:
             self._add(
                 "NON_STANDARD_EVENT",
                 f"{kind} is not in the {self.dialect.name} protocol ({KNOWN_NON_STANDARD[kind]})",
             )
-        elif ":" in kind:
+            return
+        other = _other_dialect(self.dialect, kind)
+        if other is not None:
             self._add(
-                "EXTENSION_EVENT",
+                "NON_STANDARD_EVENT",
+                f"{kind} is the {other} dialect's name; the {self.dialect.name} dialect "
+                "does not define it",
+            )
+        elif ":" in kind and self.dialect.name == "openai":
+            self._add("EXTENSION_EVENT", f"{kind} is an extension event; openai clients reject it")
+        elif ":" in kind:
+            self._once(
+                "UNKNOWN_EXTENSION_EVENT",
+                kind,
                 f"{kind} is a provider extension the spec does not describe; not checked",
             )
         else:
-            self._add(
-                "NON_STANDARD_EVENT", f"{kind} is not an event of the {self.dialect.name} dialect"
+            self._once(
+                "NEWER_EVENT", kind, f"{kind} is not in the spec (a newer API?); not checked"
             )
+        # The envelope invariants still hold for an event the spec does not know.
+        if self.pending_error:
+            self._add(
+                "ERROR_WITHOUT_FAILED", "an 'error' event must be followed by response.failed"
+            )
+            self.pending_error = False
+        oi = payload.get("output_index")
+        if isinstance(oi, int):
+            self._in_items_state(kind)
+            self._find(payload, oi)
 
     def _schema(self, payload: Mapping[str, Any], kind: str) -> None:
+        known = self._known_items(payload)
+        if known is None:
+            return
         try:
-            self.event_type.decode(json.dumps(payload))
+            decoded = self.event_type.decode(json.dumps(known))
         except msgspec.ValidationError as exc:
             self._add("SCHEMA_INVALID", f"{kind}: {exc}")
+            return
+        if self.legacy:
+            self._legacy(decoded, "$")
+
+    def _known(self, item: Any) -> bool:
+        return not isinstance(item, Mapping) or item.get("type") in self.item_kinds
+
+    def _known_items(self, payload: Mapping[str, Any]) -> Mapping[str, Any] | None:
+        """The payload without items of types the spec lacks (they are warned about).
+
+        None for an event that carries such an item: its payload is not checked.
+        """
+        if not self._known(payload.get("item")):
+            return None
+        response = payload.get("response")
+        if isinstance(response, Mapping) and isinstance(response.get("output"), list):
+            output = response["output"]
+            if not all(self._known(i) for i in output):
+                kept = [i for i in output if self._known(i)]
+                payload = {**payload, "response": {**response, "output": kept}}
+        return payload
+
+    def _legacy(self, value: Any, path: str) -> None:
+        if isinstance(value, msgspec.Struct):
+            cls = type(value).__name__
+            for fname in self.legacy.get(cls, ()):
+                if getattr(value, fname, None) is msgspec.UNSET:
+                    self._once(
+                        "LEGACY_FIELD",
+                        f"{cls}.{fname}",
+                        f"{path}.{fname} is missing: older streams leave it out, "
+                        "the newest SDK requires it",
+                    )
+            for fname in value.__struct_fields__:
+                self._legacy(getattr(value, fname), f"{path}.{fname}")
+        elif isinstance(value, list):
+            for i, v in enumerate(value[:64]):
+                self._legacy(v, f"{path}[{i}]")
 
     def _envelope(self, name: str, payload: Mapping[str, Any]) -> None:
         if self.index == 0 and name not in ("response.created", "response.queued"):
@@ -355,7 +463,7 @@ class StreamValidator:
                 )
         streamed = [self.items[i].done or self.items[i].added for i in sorted(self.items)]
         output = response.get("output")
-        if output != streamed:
+        if _opaque(output) != _opaque(streamed):
             got = len(output) if isinstance(output, list) else output
             self._add(
                 "OUTPUT_MISMATCH",
@@ -437,10 +545,16 @@ class StreamValidator:
             )
         spec_type = self.item_kinds.get(str(item.get("type")))
         machine = _Machine(self.items_table[spec_type]) if spec_type else None
-        if spec_type is None:
+        if spec_type is None and ":" in str(item.get("type")) and self.dialect.name == "openai":
             self._add(
+                "EXTENSION_ITEM",
+                f"item type {item.get('type')!r} is an extension; openai clients reject it",
+            )
+        elif spec_type is None:
+            self._once(
                 "UNSPECIFIED_ITEM",
-                f"item type {item.get('type')!r} has no spec; its events are not checked",
+                str(item.get("type")),
+                f"item type {item.get('type')!r} has no spec; its payload is not checked",
             )
         record = _Item(spec_type, str(item.get("id")), oi, machine, dict(item))
         if record.item_id in self.by_id:
@@ -497,7 +611,10 @@ class StreamValidator:
             self.open_item = None
         if done.get("type") != item.added.get("type"):
             self._add("ITEM_TYPE_CHANGED", f"item {item.item_id} changed type")
-        if done.get("status") == "in_progress":
+        caller = done.get("caller")
+        by_program = isinstance(caller, Mapping) and caller.get("type") == "program"
+        if done.get("status") == "in_progress" and not by_program:
+            # A call made by a program stays in_progress until the program ends.
             self._add("DONE_IN_PROGRESS", f"item {item.item_id} is done with status in_progress")
         if item.type is None:
             return
@@ -632,11 +749,32 @@ class StreamValidator:
                 accs[acc] = payload[total_field]
 
 
+def _other_dialect(dialect: Dialect, kind: str) -> str | None:
+    """The name of another dialect whose wire type ``kind`` is, if any."""
+    package = importlib.import_module(__name__.rsplit(".", 2)[0])
+    for name, other in sorted(package.DIALECTS.items()):
+        if name != dialect.name and kind in other.wire_types:
+            return str(name)
+    return None
+
+
+def _opaque(value: Any) -> Any:
+    """``value`` with every opaque field replaced by whether it is present."""
+    if isinstance(value, Mapping):
+        return {k: (v is not None) if k in OPAQUE_FIELDS else _opaque(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_opaque(v) for v in value]
+    return value
+
+
 def validate_payloads(
-    payloads: Iterable[Any], dialect: Dialect | str = "openai"
+    payloads: Iterable[Any], dialect: Dialect | str = "openai", strict: bool = False
 ) -> list[Violation]:
-    """Every violation in a whole stream of parsed payloads."""
-    v = StreamValidator(dialect)
+    """Every violation in a whole stream of parsed payloads.
+
+    ``strict`` turns the producer-hygiene warnings into errors.
+    """
+    v = StreamValidator(dialect, strict=strict)
     for payload in payloads:
         v.feed(payload)
     return v.finish()

@@ -19,7 +19,8 @@ class Dialect:
     event_types: dict[str, str]  # catalogue name -> wire type
     standard_events: frozenset[str]  # catalogue names
     item_types: dict[str, str]  # spec item type -> wire type
-    models: ModuleType
+    models: ModuleType  # what producers write: every field present
+    reading: ModuleType  # what consumers accept: the SDK's optional fields may be absent
     emitter: Any  # the dialect's ResponseEmitter class
     item_emitters: dict[str, Any]  # spec item type -> emitter class
     tables: ModuleType  # the package's state machine and routing tables

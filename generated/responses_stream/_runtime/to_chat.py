@@ -11,7 +11,14 @@ openresponses' ``response.reasoning.delta`` is raw reasoning like openai's
 ``response.reasoning_text.delta``) and item types through its
 ``item_types``.  Every event is tied to its item by ``item_id`` (or by
 ``output_index`` when it carries no id), never to "the last item added", so
-interleaved items stay apart.
+interleaved items stay apart.  Some servers (a GitHub Copilot gateway, for
+one) give every event a fresh ``item_id``: an id that names no known item
+while its ``output_index`` does is routed by ``output_index`` (and
+``content_index`` / ``summary_index`` within it), ``output_item.done``
+included, so its text is not sent a second time; this is reported once as a
+warning: appended to ``ResponsesToChat.warnings`` and logged on this
+module's logger (``logging`` prints it to stderr when nothing is
+configured, as in the CLI).
 
 Mapping:
 
@@ -37,24 +44,47 @@ Mapping:
   in an append-only chat stream and is ignored.  Argument events for a call
   whose ``output_item.added`` never came are dropped; its
   ``output_item.done`` then delivers the whole call.
+- Items the client must act on become tool calls as well, opened at
+  ``output_item.added`` and given their arguments, one JSON object, at
+  ``output_item.done`` (``id`` is the ``call_id``, or the item ``id`` when
+  there is none):
+
+  - ``apply_patch_call`` -> ``apply_patch``, arguments: its ``operation``
+    (``type``, ``path``, ``diff``);
+  - ``local_shell_call`` -> ``local_shell``: its ``action`` (``type``,
+    ``command``, ``env``, ...);
+  - ``shell_call`` -> ``shell``: its ``action`` (``commands``,
+    ``timeout_ms``, ``max_output_length``);
+  - ``computer_call`` -> ``computer``: its ``action`` (or
+    ``{"actions": [...]}`` when it carries a list);
+  - ``mcp_approval_request`` -> ``mcp_approval_request``: its
+    ``server_label``, ``name`` and ``arguments`` (the string, as sent).
+
+  A ``shell_call`` whose ``environment`` is a container
+  (``container_auto``, ``container_reference``) runs on the server and is
+  treated as hosted.
 - Hosted tools (``web_search_call``, ``file_search_call``,
   ``code_interpreter_call``, ``mcp_call``, ``mcp_list_tools``,
-  ``image_generation_call``, ``shell_call`` and any item type not named
-  here) run on the server or have no chat equivalent: they are not client
-  tool calls, and never become ``tool_calls``.  ``hosted="omit"`` (the
-  default) sends nothing for them; ``hosted="content"`` sends a one-line
-  note such as ``[web_search_call: completed]`` in ``delta.content`` when
-  the item is done.  ``compaction`` items are always silent.
+  ``image_generation_call``, ``tool_search_call``, ``program``, the
+  ``*_output`` items and any item type not named here) run on the server or
+  have no chat equivalent: they are not client tool calls, and never become
+  ``tool_calls``.  ``hosted="omit"`` (the default) sends nothing for them;
+  ``hosted="content"`` sends a one-line note such as
+  ``[web_search_call: completed]`` in ``delta.content`` when the item is
+  done.  ``compaction`` items are always silent.  Unknown item and event
+  types are passed over the same way; they never raise.
 
 Endings:
 
-- ``response.completed`` -> ``finish_reason`` ``"tool_calls"`` if a function
-  or custom call was made, else ``"stop"``.
+- ``response.completed`` -> ``finish_reason`` ``"tool_calls"`` if a tool
+  call (of any kind above) was made, else ``"stop"``.
 - ``response.incomplete`` -> ``"length"`` for ``max_output_tokens``,
   ``"content_filter"`` for ``content_filter``, otherwise as completed.
-- ``response.failed`` or an ``error`` event -> one payload
+- ``response.failed``, an ``error`` event, or a bare ``{"error": {...}}``
+  payload (no ``type``) -> one payload
   ``{"error": {"message", "type", "param", "code"}}``, on which the OpenAI
-  SDK raises ``APIError``; nothing follows it but ``[DONE]``.
+  SDK raises ``APIError``; nothing follows it but ``[DONE]``.  An upstream
+  error never ends as ``length``.
 - A stream that stops without a terminal event ends on ``close()`` with
   ``finish_reason`` ``"length"``, mirroring how ``chat.py`` treats chat
   input that stops early.
@@ -70,6 +100,7 @@ first chunk.
 from __future__ import annotations
 
 import json
+import logging
 import time
 import uuid
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Iterator, Mapping
@@ -101,8 +132,21 @@ _decode = msgspec.json.Decoder().decode
 # A chunk whose delta is {"content": ""}: where its JSON is cut to splice in other text.
 _CONTENT_MARK = '"content":""}'
 
+_log = logging.getLogger(__name__)
+# the encoder for an action call's arguments (tolerates values that are not JSON types)
+_dumps_args = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str).encode
+
 # client tool call item type -> the item field its deltas accumulate
 CLIENT_CALLS: dict[str, str] = {"function_call": "arguments", "custom_tool_call": "input"}
+# item type the client must act on -> the tool name it is sent under
+ACTION_CALLS: dict[str, str] = {
+    "apply_patch_call": "apply_patch",
+    "local_shell_call": "local_shell",
+    "shell_call": "shell",
+    "computer_call": "computer",
+    "mcp_approval_request": "mcp_approval_request",
+}
+# item types the server runs (documentation: any type not in CLIENT_CALLS/ACTION_CALLS is hosted)
 HOSTED_ITEMS: frozenset[str] = frozenset(
     {
         "web_search_call",
@@ -111,7 +155,8 @@ HOSTED_ITEMS: frozenset[str] = frozenset(
         "mcp_call",
         "mcp_list_tools",
         "image_generation_call",
-        "shell_call",
+        "tool_search_call",
+        "program",
     }
 )
 SILENT_ITEMS: frozenset[str] = frozenset({"message", "reasoning", "compaction"})
@@ -132,6 +177,31 @@ def _str(value: Any) -> str:
 
 def _mapping(value: Any) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def is_client_action(kind: str, item: Mapping[str, Any]) -> bool:
+    """Whether an ``ACTION_CALLS`` item is for the client to run (a container shell is not)."""
+    if kind == "shell_call":
+        return not _str(_mapping(item.get("environment")).get("type")).startswith("container")
+    return kind in ACTION_CALLS
+
+
+def action_arguments(kind: str, item: Mapping[str, Any]) -> dict[str, Any]:
+    """The arguments object of an ``ACTION_CALLS`` item's tool call (see the module doc)."""
+    if kind == "apply_patch_call":
+        return dict(_mapping(item.get("operation")))
+    if kind == "mcp_approval_request":
+        return {k: item[k] for k in ("server_label", "name", "arguments") if k in item}
+    action = item.get("action")
+    if isinstance(action, Mapping):
+        return dict(action)
+    if isinstance(item.get("actions"), list):
+        return {"actions": item["actions"]}
+    return {}
 
 
 def chat_usage(usage: Mapping[str, Any]) -> dict[str, Any]:
@@ -193,12 +263,15 @@ class ResponsesToChat:
         self.kinds: dict[str, str] = {}  # item key -> item type
         self.index_keys: dict[int, str] = {}  # output_index -> item key
         self.calls: dict[str, _Call] = {}  # item key -> client tool call
+        self.finished: set[str] = set()  # item keys whose output_item.done came
         self.sent: dict[tuple[str, str, int], list[str]] = {}  # (channel, item key, part) -> text
         self.role_sent = False
         self.thinking = False
         self.reasoning_part: tuple[str, str, int] | None = None
         self.reasoning_pending_separator = False
         self.done = False
+        self.warnings: list[str] = []  # what was repaired or guessed, each reported once
+        self._warned: set[str] = set()
         # feed_sse's text fast path: the JSON of a content chunk around its text, and the
         # envelope (id, created, model, include_usage) it was made for.
         self._content_frame: tuple[bytes, bytes] = (b"", b"")
@@ -303,7 +376,19 @@ class ResponsesToChat:
             self._take_identity(response)
         kind = _str(payload.get("type"))
         handler = self._handlers.get(self.event_names.get(kind, kind))
-        return handler(payload) if handler is not None else []
+        if handler is not None:
+            return handler(payload)
+        if not kind and payload.get("error"):  # a bare {"error": {...}}, as from an HTTP error
+            return self._error(payload)
+        return []  # an event type this adapter has no use for (or does not know)
+
+    def _warn(self, code: str, message: str) -> None:
+        """Report ``message`` once per ``code``: in ``warnings`` and on the module logger."""
+        if code in self._warned:
+            return
+        self._warned.add(code)
+        self.warnings.append(message)
+        _log.warning("to-chat: %s", message)
 
     def _new_content_frame(self) -> tuple[bytes, bytes]:
         """The frame of a content chunk (role sent, no finish) before and after its text."""
@@ -324,8 +409,9 @@ class ResponsesToChat:
     def _take_identity(self, response: Mapping[str, Any]) -> None:
         if self.id is None and _str(response.get("id")):
             self.id = f"chatcmpl-{response['id']}"
-        if self.created is None and isinstance(response.get("created_at"), int | float):
-            self.created = int(response["created_at"])
+        created = response.get("created_at")
+        if self.created is None and isinstance(created, int | float) and created == created:
+            self.created = int(created) if abs(created) < 2**53 else None
         if self.model is None and isinstance(response.get("model"), str):
             self.model = response["model"]
 
@@ -375,15 +461,43 @@ class ResponsesToChat:
             return item_id
         index = payload.get("output_index")
         if isinstance(index, int) and index in self.index_keys:
-            return self.index_keys[index]
+            key = self.index_keys[index]
+            if item_id:
+                self._id_changed(item_id, key)
+            return key
         return item_id or (f"#{index}" if isinstance(index, int) else "#?")
 
-    def _item_key(self, payload: Mapping[str, Any], item: Mapping[str, Any]) -> str:
+    def _item_key(
+        self, payload: Mapping[str, Any], item: Mapping[str, Any], *, done: bool = False
+    ) -> str:
         index = payload.get("output_index")
-        key = _str(item.get("id")) or (f"#{index}" if isinstance(index, int) else "#?")
-        if isinstance(index, int):
-            self.index_keys.setdefault(index, key)
+        item_id = _str(item.get("id"))
+        if (
+            done
+            and item_id not in self.kinds
+            and isinstance(index, int)
+            and self.index_keys.get(index, "") in self.kinds
+            and self.index_keys[index] not in self.finished
+        ):
+            key = self.index_keys[index]  # the open item at this index, under another id
+            if item_id:
+                self._id_changed(item_id, key)
+        else:
+            key = item_id or (f"#{index}" if isinstance(index, int) else "#?")
+            if isinstance(index, int) and self.index_keys.get(index) in self.finished:
+                self.index_keys[index] = key  # a server that reuses output_index
+            elif isinstance(index, int):
+                self.index_keys.setdefault(index, key)
+        if done:
+            self.finished.add(key)
         return key
+
+    def _id_changed(self, item_id: str, key: str) -> None:
+        self._warn(
+            "item-id-changed",
+            f"the upstream changed item ids between events (item {key!r} is also called "
+            f"{item_id!r}); routing by output_index",
+        )
 
     def _item_kind(self, item: Mapping[str, Any]) -> str:
         wire = _str(item.get("type"))
@@ -395,15 +509,19 @@ class ResponsesToChat:
         key = self._item_key(payload, item)
         kind = self._item_kind(item)
         self.kinds[key] = kind
-        if kind in CLIENT_CALLS and key not in self.calls:
+        if key in self.calls:
+            return []
+        if kind in CLIENT_CALLS:
             return self._open_call(key, item) + self._send_args(
                 key, _str(item.get(CLIENT_CALLS[kind]))
             )
+        if kind in ACTION_CALLS and is_client_action(kind, item):
+            return self._open_call(key, item, ACTION_CALLS[kind])
         return []
 
     def _item_done(self, payload: Mapping[str, Any]) -> list[dict[str, Any]]:
         item = _mapping(payload.get("item"))
-        key = self._item_key(payload, item)
+        key = self._item_key(payload, item, done=True)
         kind = self._item_kind(item)
         self.kinds.setdefault(key, kind)
         out: list[dict[str, Any]] = []
@@ -414,17 +532,23 @@ class ResponsesToChat:
             out += self._send_args(
                 key, _missing("".join(call.sent), _str(item.get(CLIENT_CALLS[kind])))
             )
+        elif kind in ACTION_CALLS and (key in self.calls or is_client_action(kind, item)):
+            if key not in self.calls:
+                out += self._open_call(key, item, ACTION_CALLS[kind])
+            call = self.calls[key]
+            arguments = _dumps_args(action_arguments(kind, item))
+            out += self._send_args(key, _missing("".join(call.sent), arguments))
         elif kind == "message":
-            for i, part in enumerate(item.get("content") or []):
+            for i, part in enumerate(_list(item.get("content"))):
                 part = _mapping(part)
                 if part.get("type") == "output_text":
                     out += self._text_full("text", key, i, _str(part.get("text")))
                 elif part.get("type") == "refusal":
                     out += self._text_full("refusal", key, i, _str(part.get("refusal")))
         elif kind == "reasoning":
-            for i, part in enumerate(item.get("summary") or []):
+            for i, part in enumerate(_list(item.get("summary"))):
                 out += self._text_full("summary", key, i, _str(_mapping(part).get("text")))
-            for i, part in enumerate(item.get("content") or []):
+            for i, part in enumerate(_list(item.get("content"))):
                 out += self._text_full("reasoning", key, i, _str(_mapping(part).get("text")))
         elif kind not in SILENT_ITEMS and self.hosted == "content":
             status = _str(item.get("status")) or "done"
@@ -486,12 +610,20 @@ class ResponsesToChat:
         return [self._chunk({self.reasoning: text})]
 
     # -- client tool calls ----------------------------------------------------
-    def _open_call(self, key: str, item: Mapping[str, Any]) -> list[dict[str, Any]]:
-        name = _str(item.get("name"))
-        namespace = _str(item.get("namespace"))
-        if namespace:
-            name = f"{namespace}.{name}"
-        call = _Call(index=len(self.calls), call_id=_str(item.get("call_id")), name=name)
+    def _open_call(
+        self, key: str, item: Mapping[str, Any], action: str | None = None
+    ) -> list[dict[str, Any]]:
+        """Open a tool call: a function or custom call, or ``action`` (an ``ACTION_CALLS`` name)."""
+        if action is None:
+            name = _str(item.get("name"))
+            namespace = _str(item.get("namespace"))
+            if namespace:
+                name = f"{namespace}.{name}"
+            call_id = _str(item.get("call_id"))
+        else:
+            name = action
+            call_id = _str(item.get("call_id")) or _str(item.get("id"))
+        call = _Call(index=len(self.calls), call_id=call_id, name=name)
         self.calls[key] = call
         tool = {
             "index": call.index,
@@ -554,7 +686,9 @@ class ResponsesToChat:
         error = nested if isinstance(nested, Mapping) else payload
         error_type = _str(error.get("type")) if error is nested else ""
         return self._end_with_error(
-            _str(error.get("message")) or "an error occurred during streaming",
+            _str(error.get("message"))
+            or _str(nested)  # {"error": "text"}
+            or "an error occurred during streaming",
             error.get("code"),
             error_type=error_type or None,
             param=error.get("param"),

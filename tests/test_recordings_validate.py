@@ -1,0 +1,105 @@
+"""The validator on genuine recordings: tolerant of what the reference API sends."""
+
+from __future__ import annotations
+
+import pytest
+from recordings_support import is_reference, is_untouched, responses_files, streams
+
+from responses_stream import validate_payloads
+
+FILES = responses_files()
+REFERENCE_UNTOUCHED = [f for f in FILES if is_reference(f) and is_untouched(f)]
+
+
+def test_corpus_covers_at_least_40_reference_streams() -> None:
+    assert len([f for f in FILES if is_reference(f)]) >= 40
+
+
+@pytest.mark.parametrize("name", REFERENCE_UNTOUCHED)
+def test_reference_recording_has_no_errors(name: str) -> None:
+    for stream in streams(name):
+        errors = [v for v in validate_payloads(stream) if v.severity == "error"]
+        assert errors == [], [str(e) for e in errors]
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_every_recording_is_judged_without_raising(name: str) -> None:
+    for stream in streams(name):
+        for v in validate_payloads(stream, strict=True):
+            assert v.severity in ("error", "warning")
+
+
+def test_opaque_fields_are_compared_by_presence() -> None:
+    # OpenAI re-encrypts encrypted_content between output_item.done and
+    # response.completed: a recording where the bytes differ must still pass.
+    name = "openai/openai--openai-reasoning-encrypted-content.1.jsonl"
+    stream = streams(name)[0]
+    done = [
+        e["item"]["encrypted_content"]
+        for e in stream
+        if e["type"] == "response.output_item.done" and e["item"]["type"] == "reasoning"
+    ]
+    final = [
+        i["encrypted_content"] for i in stream[-1]["response"]["output"] if i["type"] == "reasoning"
+    ]
+    assert done and done != final
+    assert [v for v in validate_payloads(stream) if v.rule == "OUTPUT_MISMATCH"] == []
+    # ... but an opaque field that disappears is still a mismatch.
+    stream[-1]["response"]["output"][0]["encrypted_content"] = None
+    assert [v.rule for v in validate_payloads(stream)].count("OUTPUT_MISMATCH") == 1
+
+
+def test_legacy_usage_is_a_warning_and_strict_makes_it_an_error() -> None:
+    name = "openai/openai--openai-web-search-tool.jsonl"
+    stream = streams(name)[0]
+    usage = stream[-1]["response"]["usage"]
+    usage["input_tokens_details"].pop("cache_write_tokens", None)
+    loose = [v for v in validate_payloads(stream) if v.rule == "LEGACY_FIELD"]
+    assert loose and all(v.severity == "warning" for v in loose)
+    strict = [v for v in validate_payloads(stream, strict=True) if v.rule == "LEGACY_FIELD"]
+    assert strict and all(v.severity == "error" for v in strict)
+
+
+def _with_item(item_type: str) -> list[dict[str, object]]:
+    stream = streams("azure-openai/azure--azure-text.1.jsonl")[0]
+    out: list[dict[str, object]] = []
+    for e in stream:
+        if e["type"] == "response.output_item.added":
+            e = {**e, "item": {**e["item"], "type": item_type}}
+        if e["type"] == "response.output_item.done":
+            e = {**e, "item": {**e["item"], "type": item_type}}
+        out.append(e)
+    return out
+
+
+def test_unknown_item_type_is_one_warning_and_the_envelope_is_still_checked() -> None:
+    stream = [e for e in _with_item("hologram_call") if "content_index" not in e]
+    for e in stream:
+        if e["type"] in ("response.completed",):
+            e["response"]["output"][0]["type"] = "hologram_call"  # type: ignore[index]
+    found = [v for v in validate_payloads(stream) if v.rule != "LEGACY_FIELD"]
+    assert [(v.rule, v.severity) for v in found] == [("UNSPECIFIED_ITEM", "warning")]
+    stream[-1]["sequence_number"] = 0
+    assert "SEQ_NOT_INCREASING" in [v.rule for v in validate_payloads(stream)]
+
+
+def test_extension_item_is_an_error_in_the_openai_dialect() -> None:
+    stream = [e for e in _with_item("acme:hologram") if "content_index" not in e]
+    rules = [(v.rule, v.severity) for v in validate_payloads(stream)]
+    assert ("EXTENSION_ITEM", "error") in rules
+
+
+def test_unknown_events_newer_api_warns_once_slug_prefixed_is_an_error() -> None:
+    stream = streams("azure-openai/azure--azure-text.1.jsonl")[0]
+    seq = stream[2]["sequence_number"]
+    extra = [
+        {"type": "response.hologram.delta", "sequence_number": seq, "output_index": 0},
+        {"type": "response.hologram.delta", "sequence_number": seq, "output_index": 0},
+        {"type": "acme:ping", "sequence_number": seq},
+    ]
+    renumbered = stream[:3] + extra + stream[3:]
+    for i, e in enumerate(renumbered):
+        e["sequence_number"] = i
+    found = [(v.rule, v.severity) for v in validate_payloads(renumbered)]
+    assert found.count(("NEWER_EVENT", "warning")) == 1
+    assert ("EXTENSION_EVENT", "error") in found
