@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 from recordings_support import is_reference, is_untouched, responses_files, streams
 
 from responses_stream import validate_payloads
 
+GENERATED = Path(__file__).resolve().parents[1] / "generated"
 FILES = responses_files()
 REFERENCE_UNTOUCHED = [f for f in FILES if is_reference(f) and is_untouched(f)]
 
@@ -103,3 +109,15 @@ def test_unknown_events_newer_api_warns_once_slug_prefixed_is_an_error() -> None
     found = [(v.rule, v.severity) for v in validate_payloads(renumbered)]
     assert found.count(("NEWER_EVENT", "warning")) == 1
     assert ("EXTENSION_EVENT", "error") in found
+
+
+def test_cli_strict_turns_hygiene_warnings_into_errors(tmp_path: Path) -> None:
+    stream = streams("openai/openai--openai-web-search-tool.jsonl")[0]
+    sse = "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in stream)
+    path = tmp_path / "stream.sse"
+    path.write_text(sse, encoding="utf-8")
+    cmd = [sys.executable, "-m", "responses_stream", "validate", str(path)]
+    loose = subprocess.run(cmd, capture_output=True, text=True, cwd=GENERATED)
+    assert loose.returncode == 0 and "warning LEGACY_FIELD" in loose.stdout
+    strict = subprocess.run(cmd + ["--strict"], capture_output=True, text=True, cwd=GENERATED)
+    assert strict.returncode == 1 and "error LEGACY_FIELD" in strict.stdout

@@ -12,7 +12,7 @@ from typing import Any
 from .api import chat_data_lines, sse_from_chat
 from .sse_parse import parse_sse
 from .to_chat import chat_sse_from_responses
-from .validate import ERROR, RULES, StreamValidator
+from .validate import ERROR, HYGIENE, RULES, StreamValidator
 
 REASONING_MODES = {
     "content": "reasoning_content",
@@ -53,7 +53,10 @@ def _read(name: str) -> bytes:
 def cmd_validate(args: argparse.Namespace) -> int:
     if args.rules:
         for rule, (severity, meaning) in RULES.items():
-            print(f"{rule:<26} {severity:<8} {meaning}")
+            if args.strict and rule in HYGIENE:
+                severity = ERROR
+            mark = " (--strict: error)" if rule in HYGIENE and not args.strict else ""
+            print(f"{rule:<26} {severity:<8} {meaning}{mark}")
         return 0
     if args.file is None:
         print("validate: give a FILE, or - for stdin", file=sys.stderr)
@@ -63,7 +66,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     except OSError as exc:
         print(f"cannot read {args.file}: {exc.strerror or exc}", file=sys.stderr)
         return 2
-    validator = StreamValidator(args.dialect)
+    validator = StreamValidator(args.dialect, strict=args.strict)
     for message in parse_sse([data]):
         validator.feed_raw(message.data, message.event)
     violations = validator.finish()
@@ -72,6 +75,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         report = {
             "valid": not errors,
             "dialect": args.dialect,
+            "strict": args.strict,
             "events": validator.index,
             "violations": [v.to_dict() for v in violations],
         }
@@ -114,6 +118,11 @@ def main(argv: list[str] | None = None) -> int:
     v.add_argument("--dialect", choices=["openai", "openresponses"], default="openai")
     v.add_argument("--json", action="store_true", help="report as JSON")
     v.add_argument("--rules", action="store_true", help="list every rule and exit")
+    v.add_argument(
+        "--strict",
+        action="store_true",
+        help="treat producer-hygiene warnings as errors (for server authors testing their output)",
+    )
     v.add_argument("file", nargs="?", help="an SSE file, or - for stdin")
     v.set_defaults(func=cmd_validate)
     c = sub.add_parser("to-chat", help="Responses SSE on stdin -> Chat Completions SSE on stdout")
