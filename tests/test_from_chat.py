@@ -550,3 +550,171 @@ def test_index_less_tool_calls_stay_separate(tmp_path: Path) -> None:
         ("function-call-1", '{"city":"Oslo"}'),
         ("function-call-2", '{"city":"Rome"}'),
     ]
+
+
+# -- chat input as providers send it ---------------------------------------------
+def chat_sse(*choices: dict[str, Any] | list[dict[str, Any]]) -> bytes:
+    """An SSE body: one chunk per argument (a choice of index 0, or a list of choices)."""
+    out = b""
+    for c in choices:
+        listed = c if isinstance(c, list) else [{"index": 0, **c}]
+        chunk = {"object": "chat.completion.chunk", "choices": listed}
+        out += b"data: " + json.dumps(chunk).encode() + b"\n\n"
+    return out + b"data: [DONE]\n\n"
+
+
+def tool_delta(**fragment: Any) -> dict[str, Any]:
+    return {"delta": {"tool_calls": [{"index": 0, "type": "function", **fragment}]}}
+
+
+STOP = {"delta": {}, "finish_reason": "stop"}
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_list_content_parts_go_to_text_and_reasoning(dialect: str, tmp_path: Path) -> None:
+    # Magistral's shape: content is a list of text and thinking parts
+    thinking = [{"type": "text", "text": "Add"}, {"type": "text", "text": " them."}]
+    body = chat_sse(
+        {"delta": {"role": "assistant", "content": [{"type": "thinking", "thinking": thinking}]}},
+        {"delta": {"content": [{"type": "thinking", "thinking": " Sure."}]}},
+        {"delta": {"content": [{"type": "text", "text": "3"}]}},
+        {"delta": {"content": "9"}},
+        {"delta": {"content": [{"type": "text", "text": "1"}, {"type": "text", "text": "."}]}},
+        STOP,
+    )
+    run = from_chat(body, dialect)
+    check_stream(run, dialect)
+    assert outputs(run.final)[:2] == ("Add them. Sure.", "391.")
+    assert streamed(run)[:2] == ("Add them. Sure.", "391.")
+    assert run.payloads[-1]["type"] == "response.completed"
+
+
+def test_output_on_a_second_choice_fails_keeping_choice_zero() -> None:
+    body = chat_sse(
+        [{"index": 0, "delta": {"content": "A"}}, {"index": 1, "delta": {"role": "assistant"}}],
+        {"delta": {"content": "B"}},
+        [{"index": 1, "delta": {"content": "X"}}],
+        {"delta": {"content": "C"}},
+        STOP,
+    )
+    run = from_chat(body)
+    check_stream(run, "openai")
+    error = run.payloads[-2]
+    assert error["type"] == "error" and error["code"] == "unsupported_n"
+    assert "choice 1" in error["message"]
+    assert run.payloads[-1]["type"] == "response.failed"
+    assert outputs(run.final)[1] == "AB"
+    assert [i["status"] for i in run.final["output"]] == ["incomplete"]
+
+
+def test_empty_deltas_on_other_choices_are_fine() -> None:
+    body = chat_sse(
+        [{"index": 0, "delta": {"content": "A"}}, {"index": 1, "delta": {"role": "assistant"}}],
+        [{"index": 1, "delta": {"content": ""}, "finish_reason": "stop"}],
+        STOP,
+    )
+    run = from_chat(body)
+    check_stream(run, "openai")
+    assert run.payloads[-1]["type"] == "response.completed"
+    assert outputs(run.final)[1] == "A"
+
+
+def added_and_done_calls(run: Run) -> list[tuple[str, str, str, str]]:
+    added = {
+        p["item"]["id"]: p["item"]
+        for p in run.payloads
+        if p["type"] == "response.output_item.added" and p["item"]["type"] == "function_call"
+    }
+    return [
+        (added[i["id"]]["name"], i["name"], i["call_id"], i["arguments"])
+        for i in run.final["output"]
+        if i["type"] == "function_call"
+    ]
+
+
+@pytest.mark.parametrize(
+    "names",
+    [
+        ("get_", "weather", None),  # genuine continuation
+        ("get_weather", "get_weather", "get_weather"),  # the full name repeated
+        ("get_weather", "", ""),  # "" on later fragments (the zai/mistral recording)
+        ("get", "_wea", "ther"),
+    ],
+)
+def test_split_tool_name_is_joined(names: tuple[str, str, str | None]) -> None:
+    first, second, third = names
+    body = chat_sse(
+        tool_delta(id="call_1", function={"name": first, "arguments": ""}),
+        tool_delta(function={"name": second}),
+        tool_delta(function={"arguments": '{"city":', **({"name": third} if third else {})}),
+        tool_delta(function={"arguments": '"Oslo"}'}),
+        {"delta": {}, "finish_reason": "tool_calls"},
+    )
+    run = from_chat(body)
+    check_stream(run, "openai")
+    assert added_and_done_calls(run) == [
+        ("get_weather", "get_weather", "call_1", '{"city":"Oslo"}')
+    ]
+    assert streamed(run)[2] == {run.final["output"][0]["id"]: '{"city":"Oslo"}'}
+
+
+def test_tool_call_id_on_a_later_fragment_is_kept() -> None:
+    body = chat_sse(
+        tool_delta(function={"name": "get_weather", "arguments": ""}),
+        tool_delta(id="call_late", function={"arguments": '{"city":'}),
+        tool_delta(function={"arguments": '"Oslo"}'}),
+        {"delta": {}, "finish_reason": "tool_calls"},
+    )
+    run = from_chat(body)
+    check_stream(run, "openai")
+    assert added_and_done_calls(run) == [
+        ("get_weather", "get_weather", "call_late", '{"city":"Oslo"}')
+    ]
+
+
+def test_tool_call_id_after_the_arguments_is_kept() -> None:
+    body = chat_sse(
+        tool_delta(function={"name": "get_weather", "arguments": '{"city":'}),
+        tool_delta(function={"arguments": '"Oslo"}'}),
+        tool_delta(id="call_last"),
+        {"delta": {}, "finish_reason": "tool_calls"},
+    )
+    run = from_chat(body)
+    check_stream(run, "openai")
+    assert [c[2] for c in added_and_done_calls(run)] == ["call_last"]
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_object_arguments_are_serialized(dialect: str) -> None:
+    body = chat_sse(
+        tool_delta(id="call_1", function={"name": "get_weather", "arguments": {"city": "Zürich"}}),
+        {"delta": {}, "finish_reason": "tool_calls"},
+    )
+    run = from_chat(body, dialect)
+    check_stream(run, dialect)
+    assert [c[3] for c in added_and_done_calls(run)] == ['{"city":"Zürich"}']
+
+
+@pytest.mark.parametrize(
+    ("reason", "terminal", "detail"),
+    [
+        ("eos", "response.completed", None),
+        ("end_turn", "response.completed", None),
+        ("STOP", "response.completed", None),
+        ("max_tokens", "response.incomplete", "max_output_tokens"),
+        ("model_length", "response.incomplete", "max_output_tokens"),
+        ("abort", "response.incomplete", "max_output_tokens"),
+        ("error", "response.failed", "upstream_error"),
+        ("no_such_reason", "response.failed", "invalid_upstream_chunk"),
+    ],
+)
+def test_provider_finish_reasons(reason: str, terminal: str, detail: str | None) -> None:
+    run = from_chat(chat_sse({"delta": {"content": "Hi."}}, {"delta": {}, "finish_reason": reason}))
+    check_stream(run, "openai")
+    assert run.payloads[-1]["type"] == terminal
+    assert outputs(run.final)[1] == "Hi."
+    if terminal == "response.incomplete":
+        assert run.final["incomplete_details"] == {"reason": detail}
+    elif terminal == "response.failed":
+        assert run.payloads[-2]["code"] == detail
+        assert reason in run.payloads[-2]["message"]

@@ -10,20 +10,59 @@ Bad input never yields an invalid or silently truncated stream:
 - input that stops early (no ``finish_reason``) ends it with
   ``response.incomplete`` (reason ``max_output_tokens``);
 - in both cases every item is closed and all text received is kept.
+
+Chat input as providers send it:
+- ``delta.content`` may be a list of parts (Mistral, Magistral): ``{"type": "text"}``
+  parts go where a string ``content`` goes, ``{"type": "thinking", "thinking": ...}``
+  parts (a string or a list of text parts) go where ``reasoning_content`` goes, in order.
+- ``n > 1``: choice 0 is converted.  Output (text, reasoning, refusal, tool calls) on any
+  other choice ends the stream with ``error`` (code ``unsupported_n``) and
+  ``response.failed``, keeping what came before; empty deltas there are ignored.
+- A tool call's ``function.name`` split over fragments is joined; a fragment repeating
+  the name so far (or sending ``""``) adds nothing.  Since ``output_item.added`` carries
+  name and call id, the item opens once its first arguments arrive with name and id
+  known, or when it must (another tool index, text, finish, end); arguments received
+  before are buffered.  ``arguments`` sent as a JSON value are serialized compactly.
+- ``finish_reason`` values outside the OpenAI set map by ``EXTRA_FINISH_REASONS``
+  (the spec's ``finish_reasons`` win); ``failed`` ends the stream with ``error``
+  (code ``upstream_error``); a value in neither table is bad input.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
 
-from .convert import Tool, loads, logprobs_from_chat, normalize_usage, resolve_tool, tool_index
+from .convert import loads, logprobs_from_chat, normalize_usage, resolve_tool, tool_index
 from .processor import ItemHandle, StreamProcessor
 
 BAD_INPUT = "invalid_upstream_chunk"
+UNSUPPORTED_N = "unsupported_n"
+UPSTREAM_ERROR = "upstream_error"
+# finish_reason values outside the OpenAI set -> completed | max_output_tokens |
+# content_filter | failed.  The spec's ``finish_reasons`` take precedence.
+EXTRA_FINISH_REASONS: dict[str, str] = {
+    "eos": "completed",  # vLLM/TGI-style end of sequence
+    "eos_token": "completed",
+    "end_turn": "completed",  # Anthropic-style
+    "stop_sequence": "completed",
+    "tool_use": "completed",
+    "max_tokens": "max_output_tokens",
+    "model_length": "max_output_tokens",  # Mistral: context window full
+    "model_context_window_exceeded": "max_output_tokens",
+    "abort": "max_output_tokens",  # cut short upstream: what came is kept, incomplete
+    "cancelled": "max_output_tokens",
+    "safety": "content_filter",
+    "recitation": "content_filter",
+    "sensitive": "content_filter",  # Z.ai
+    "error": "failed",
+    "network_error": "failed",
+    "insufficient_system_resource": "failed",  # DeepSeek
+}
 _decode = msgspec.json.Decoder().decode
 _PLAIN_ROUTE = ("message", "output_text")
 _HANDLED: Any = object()  # ``_parse`` dealt with the payload itself: nothing to feed
@@ -32,12 +71,17 @@ _HANDLED: Any = object()  # ``_parse`` dealt with the payload itself: nothing to
 class BadChunk(ValueError):
     """A chunk that cannot be part of a valid chat stream."""
 
+    def __init__(self, message: str, code: str = BAD_INPUT) -> None:
+        super().__init__(message)
+        self.code = code
+
 
 @dataclass
 class _Call:
     index: int
-    id: str
-    tool: Tool
+    id: str  # "" until the provider sends one
+    kind: str  # "function" or "custom"
+    name: str  # joined from the fragments
     args: list[str] = field(default_factory=list)
     handle: ItemHandle | None = None
     closed: bool = False
@@ -55,7 +99,9 @@ class ChatToResponses:
         routes = proc.dialect.tables.CHAT_ROUTES
         self.fields: dict[str, Any] = routes["fields"]
         self.tool_items: dict[str, str] = routes["tool_calls"]
-        self.finish_reasons: dict[str, str] = routes["finish_reasons"]
+        self.finish_reasons: dict[str, str] = {**EXTRA_FINISH_REASONS, **routes["finish_reasons"]}
+        # Where list-valued content parts go: "text" as content, "thinking" as reasoning.
+        self._thinking_key = "reasoning_content" if "reasoning_content" in self.fields else None
         self.tools = tool_index(request)
         self.calls: dict[int, _Call] = {}
         self.live: _Call | None = None
@@ -209,7 +255,7 @@ class ChatToResponses:
         try:
             self._feed(chunk)
         except BadChunk as exc:
-            self._fail(str(exc))
+            self._fail(str(exc), exc.code)
 
     def _feed(self, chunk: Any) -> None:
         if not isinstance(chunk, Mapping):
@@ -224,9 +270,18 @@ class ChatToResponses:
         if not isinstance(choices, list):
             raise BadChunk("malformed chunk: missing 'choices'")
         for choice in choices:
-            if not isinstance(choice, Mapping) or choice.get("index", 0) != 0:
+            if not isinstance(choice, Mapping):
                 continue
-            self._choice(choice)
+            index = choice.get("index", 0)
+            if index == 0:
+                self._choice(choice)
+                continue
+            delta = choice.get("delta")
+            if isinstance(delta, Mapping) and self._has_output(delta):
+                raise BadChunk(
+                    f"output on choice {index!r}: only one choice (n=1) is supported",
+                    UNSUPPORTED_N,
+                )
 
     def _choice(self, choice: Mapping[str, Any]) -> None:
         delta = choice.get("delta") or {}
@@ -239,10 +294,14 @@ class ChatToResponses:
             text = delta.get(key)
             target = (route["item"], route["part"])
             # Some servers send one text under two spellings (reasoning and reasoning_content).
-            if isinstance(text, str) and text and target not in routed:
+            if isinstance(text, str):
+                if text and target not in routed:
+                    routed.add(target)
+                    lp = logprobs_from_chat(choice.get("logprobs")) if key == "content" else []
+                    self._text(route["item"], route["part"], text, lp)
+            elif isinstance(text, list):
                 routed.add(target)
-                logprobs = logprobs_from_chat(choice.get("logprobs")) if key == "content" else []
-                self._text(route["item"], route["part"], text, logprobs)
+                self._parts(key, text, choice)
         calls = delta.get("tool_calls")
         if calls:
             if not isinstance(calls, list):
@@ -252,15 +311,55 @@ class ChatToResponses:
         reason = choice.get("finish_reason")
         if reason is not None:
             if reason not in self.finish_reasons:
-                raise BadChunk(f"unknown finish_reason {reason!r}")
+                if isinstance(reason, str) and reason.lower() in self.finish_reasons:
+                    reason = reason.lower()
+                else:
+                    raise BadChunk(f"unknown finish_reason {reason!r}")
+            if self.finish_reasons[reason] == "failed":
+                raise BadChunk(f"upstream finish_reason {reason!r}", UPSTREAM_ERROR)
             self.finish_reason = reason
             status = "completed" if self.finish_reasons[reason] == "completed" else "incomplete"
             self._close_all(status)
 
     def _has_output(self, delta: Mapping[str, Any]) -> bool:
-        return any(isinstance(delta.get(k), str) and delta[k] for k in self.fields) or bool(
-            delta.get("tool_calls")
-        )
+        for key in self.fields:
+            value = delta.get(key)
+            if isinstance(value, str) and value:
+                return True
+            if isinstance(value, list) and any(text for _, text in self._split(key, value)):
+                return True
+        return bool(delta.get("tool_calls"))
+
+    def _split(self, key: str, parts: list[Any]) -> list[tuple[str, str]]:
+        """A list-valued field as (field, text) pairs: thinking parts go to reasoning."""
+        out: list[tuple[str, str]] = []
+        for part in parts:
+            if isinstance(part, str):
+                out.append((key, part))
+            elif not isinstance(part, Mapping):
+                continue
+            elif part.get("type") == "thinking" and self._thinking_key is not None:
+                thinking = part.get("thinking")
+                pieces = thinking if isinstance(thinking, list) else [thinking]
+                for piece in pieces:
+                    text = piece.get("text") if isinstance(piece, Mapping) else piece
+                    if isinstance(text, str):
+                        out.append((self._thinking_key, text))
+            elif isinstance(part.get("text"), str):
+                out.append((key, part["text"]))
+        return out
+
+    def _parts(self, key: str, parts: list[Any], choice: Mapping[str, Any]) -> None:
+        logprobs = logprobs_from_chat(choice.get("logprobs")) if key == "content" else []
+        for field_key, text in self._split(key, parts):
+            if not text:
+                continue
+            route = self.fields[field_key]
+            if field_key == "content":  # the choice's logprobs go with its first text
+                self._text(route["item"], route["part"], text, logprobs)
+                logprobs = []
+            else:
+                self._text(route["item"], route["part"], text, [])
 
     def _text(self, item_type: str, part: str, text: str, logprobs: list[Any]) -> None:
         if self.calls:
@@ -286,29 +385,42 @@ class ChatToResponses:
         if not isinstance(fragment, Mapping) or not isinstance(fragment.get("index"), int | None):
             raise BadChunk("malformed tool call fragment")
         index = fragment.get("index")
+        call_id = fragment.get("id")
         if index is None:
-            index = self._implicit_index(fragment.get("id"))
+            index = self._implicit_index(call_id)
         fn = fragment.get("function") or fragment.get("custom") or {}
         name = fn.get("name") if isinstance(fn, Mapping) else None
         args = fn.get("arguments", fn.get("input")) if isinstance(fn, Mapping) else None
+        if args is not None and not isinstance(args, str):
+            args = json.dumps(args, separators=(",", ":"), ensure_ascii=False)
         call = self.calls.get(index)
         if call is None:
-            if not fragment.get("id") and not name:
+            if not call_id and not name:
                 raise BadChunk(f"tool call fragment for new index {index} has no id and no name")
             if self.item is not None and not self.item.closed:
                 self.item.close("completed")
+            if self.live is not None and self.live.handle is None:
+                self._go_live(self.live)  # another index: the live call's name is complete
             kind = "custom" if fragment.get("type") == "custom" else "function"
-            tool = resolve_tool(self.tools, str(name or ""), kind)
-            call_id = str(fragment.get("id") or self.proc.response.ids("call_"))
-            call = self.calls[index] = _Call(index, call_id, tool)
+            call = self.calls[index] = _Call(index, "", kind, "")
             if self.live is None:
-                self._go_live(call)
+                self.live = call
         elif call.closed:
             raise BadChunk(f"tool call fragment for index {index} after the call was closed")
+        if call_id and not call.id:
+            call.id = str(call_id)
+        if isinstance(name, str) and name and name != call.name:
+            if call.handle is not None:
+                raise BadChunk(f"tool call {index}: name {name!r} after its item was opened")
+            # A cumulative resend replaces the name; anything else continues it.
+            call.name = name if name.startswith(call.name) else call.name + name
         if isinstance(args, str) and args:
             call.args.append(args)
-            if call is self.live and call.handle is not None:
-                call.handle.delta(args)
+            if call is self.live:
+                if call.handle is not None:
+                    call.handle.delta(args)
+                elif call.id and call.name:
+                    self._go_live(call)
 
     def _implicit_index(self, call_id: Any) -> int:
         """An index for servers that leave it out: by call id, or the latest call."""
@@ -320,10 +432,13 @@ class ChatToResponses:
         return max(self.calls, default=0)
 
     def _go_live(self, call: _Call) -> None:
-        item_type = self.tool_items[call.tool.kind]
-        fields: dict[str, Any] = {"call_id": call.id, "name": call.tool.name}
-        if call.tool.namespace is not None:
-            fields["namespace"] = call.tool.namespace
+        tool = resolve_tool(self.tools, call.name, call.kind)
+        if not call.id:
+            call.id = self.proc.response.ids("call_")
+        item_type = self.tool_items[tool.kind]
+        fields: dict[str, Any] = {"call_id": call.id, "name": tool.name}
+        if tool.namespace is not None:
+            fields["namespace"] = tool.namespace
         call.handle = self.proc.open(item_type, **fields)
         self.live = call
         for piece in call.args:
@@ -346,7 +461,7 @@ class ChatToResponses:
             self.item.close(status)
         self._close_calls(status)
 
-    def _fail(self, message: str) -> None:
+    def _fail(self, message: str, code: str = BAD_INPUT) -> None:
         self.done = True
         self._close_all("incomplete")
-        self.proc.fail(message, code=BAD_INPUT, usage=normalize_usage(self.usage))
+        self.proc.fail(message, code=code, usage=normalize_usage(self.usage))
