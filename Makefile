@@ -1,7 +1,9 @@
 # The two commands a fresh machine needs: `make` then `make test`.
+# VENV picks the virtualenv every target uses, e.g. one per interpreter:
+#   make VENV=.venv-3.12 PY=python3.12 && make VENV=.venv-3.12 PY=python3.12 test
 PY ?= python3
-VENV := .venv
-BIN := $(VENV)/bin
+VENV ?= .venv
+BIN := $(abspath $(VENV))/bin
 PYTHON := $(BIN)/python
 
 .PHONY: all install generate check test lint typecheck pytest bench clean
@@ -25,11 +27,11 @@ check: install
 lint: install
 	$(BIN)/ruff check generator tests benchmarks examples
 	$(BIN)/ruff format --check generator tests benchmarks examples
-	cd generated && ../$(BIN)/ruff check --isolated --no-cache --select I,F,UP --line-length 100 --target-version py311 .
+	cd generated && $(BIN)/ruff check --isolated --no-cache --select I,F,UP --line-length 100 --target-version py311 .
 
 typecheck: install
 	MYPYPATH=generated $(BIN)/mypy --strict generator
-	cd generated && ../$(BIN)/mypy --strict --no-incremental responses_stream
+	cd generated && $(BIN)/mypy --strict --no-incremental responses_stream
 
 pytest: install
 	$(PYTHON) -m pytest
@@ -42,4 +44,4 @@ bench: install
 	$(PYTHON) benchmarks/bench_convert.py
 
 clean:
-	rm -rf $(VENV) .generated-staging-*
+	rm -rf $(sort .venv $(VENV)) .venv-* .generated-staging-*
