@@ -26,6 +26,20 @@ event means:
 
 Accumulators that no field holds (an image call's ``partial_images``) and the
 events of thin items (a shell call's commands) are checked but change nothing.
+
+The accumulator is a tolerant consumer, like the official SDK's
+``ResponseStreamState``: an event type the dialect does not know passes
+through (it changes nothing); an item of a type the spec does not know is
+taken from its opening event and replaced by its closing one as sent, and the
+events in between change nothing; a stream may skip ``response.in_progress``;
+``output_index`` may have gaps (items are kept in the order they open); an
+opening event without its item is ignored; an ``item_id`` on an item's events
+and the response id on lifecycle events are not checked (a gateway that hands
+out fresh ids on every event is followed by ``output_index``).  What stays an
+``AccumulateError`` is what no reading can fold: events before the response
+is created or after the terminal event, sequence numbers that go back, events
+for items or parts that were never opened or are already closed, indexes out
+of order, payload fields of the wrong type, a closing item of another type.
 """
 
 from __future__ import annotations
@@ -238,9 +252,10 @@ class ResponseAccumulator:
         self._state: str = self._plan.envelope["initial"]
         self._snapshot: dict[str, Any] = {}
         self._output: list[dict[str, Any]] = []
-        self._types: list[str | None] = []  # spec item type per output index
-        self._closed: set[int] = set()  # closed output indexes
-        self._closed_parts: set[tuple[int, str, int]] = set()  # (output index, key, index)
+        self._types: list[str | None] = []  # spec item type per output position
+        self._pos: dict[int, int] = {}  # output_index -> position in the output list
+        self._closed: set[int] = set()  # closed output positions
+        self._closed_parts: set[tuple[int, str, int]] = set()  # (output position, key, index)
         self._final: dict[str, Any] | None = None
         self._terminal: str | None = None
         self._last_seq: int | None = None
@@ -280,8 +295,6 @@ class ResponseAccumulator:
         if self._terminal is not None:
             raise AccumulateError(f"{wire} after the terminal event {self._terminal}")
         name = self._plan.wire.get(wire)
-        if name is None:
-            raise AccumulateError(f"{wire} is not an event of the {self.dialect.name} dialect")
         seq = payload.get("sequence_number")
         if seq is not None:
             if not isinstance(seq, int) or isinstance(seq, bool):
@@ -290,7 +303,10 @@ class ResponseAccumulator:
                 raise AccumulateError(
                     f"{wire}: sequence_number {seq} does not follow {self._last_seq}"
                 )
-        if name in self._plan.envelope_events:
+        if name is None:  # an event type the dialect does not know passes through
+            if not self._snapshot:
+                raise AccumulateError(f"{wire} before the response was created")
+        elif name in self._plan.envelope_events:
             self._envelope(name, wire, payload)
         else:
             self._item_event(name, wire, payload)
@@ -299,13 +315,34 @@ class ResponseAccumulator:
         return self._snapshot
 
     # -- envelope ---------------------------------------------------------------
-    def _envelope(self, name: str, wire: str, payload: Mapping[str, Any]) -> None:
+    def _moves(self, name: str) -> list[str]:
         env = self._plan.envelope
-        moves = [
+        return [
             target
             for tr, target in env["states"][self._state].items()
             if name in env["transitions"][tr]["emits"]
         ]
+
+    def _skip_to_items(self) -> bool:
+        """Move from ``created`` to the state items go in, as if ``in_progress`` had come."""
+        env = self._plan.envelope
+        items_in = self._plan.items_in
+        if items_in is None or self._state == env["initial"] or not self._snapshot:
+            return False
+        if items_in not in env["states"][self._state].values():
+            return False
+        self._state = items_in
+        return True
+
+    def _envelope(self, name: str, wire: str, payload: Mapping[str, Any]) -> None:
+        env = self._plan.envelope
+        moves = self._moves(name)
+        if not moves and self._snapshot:  # a stream may skip response.in_progress
+            before = self._state
+            if self._skip_to_items():
+                moves = self._moves(name)
+                if not moves:
+                    self._state = before
         if not moves:
             if self._state == env["initial"]:
                 raise AccumulateError(f"{wire} before the response was created")
@@ -316,11 +353,6 @@ class ResponseAccumulator:
             response = payload.get("response")
             if not isinstance(response, Mapping):
                 raise AccumulateError(f"{wire}: 'response' must be an object")
-            if self._snapshot and response.get("id") != self._snapshot.get("id"):
-                raise AccumulateError(
-                    f"{wire}: response id {response.get('id')!r} is not "
-                    f"{self._snapshot.get('id')!r}"
-                )
             output = response.get("output")
             if output is not None and not isinstance(output, list):
                 raise AccumulateError(f"{wire}: 'output' must be a list")
@@ -338,6 +370,7 @@ class ResponseAccumulator:
                     raise AccumulateError(f"{wire}: output items must be objects")
                 self._output = new["output"]
                 self._types = [self._plan.item_kinds.get(str(i.get("type"))) for i in output]
+                self._pos = {i: i for i in range(len(output))}
                 self._closed = {i for i in self._closed if i < len(output)} | {
                     i for i, item in enumerate(output) if item.get("status") in TERMINAL_TRANSITION
                 }
@@ -357,23 +390,25 @@ class ResponseAccumulator:
         plan = self._plan
         items_in = plan.items_in
         env = plan.envelope
+        if items_in is not None and self._state != items_in:
+            self._skip_to_items()  # a stream may skip response.in_progress
         if (items_in is not None and self._state != items_in) or (
             items_in is None and self._state == env["initial"]
         ):
             if self._state == env["initial"]:
                 raise AccumulateError(f"{wire} before the response was created")
             raise AccumulateError(f"{wire} while the response is {self._state!r}, not {items_in!r}")
-        index = _index(payload, "output_index", wire)
+        output_index = _index(payload, "output_index", wire)
         if name in plan.item_open:
-            self._open_item(name, wire, index, payload)
+            self._open_item(name, wire, output_index, payload)
             return
-        item = self._item(wire, index, payload)
+        index, item = self._item(wire, output_index)
         if name in plan.item_close:
             self._close_item(name, wire, index, item, payload)
             return
         item_type = self._types[index]
         if item_type is None:
-            raise AccumulateError(f"{wire}: item {index} has a type the spec does not know")
+            return  # an item the spec does not know: its events pass through, as in the SDK
         ip = plan.items[item_type]
         kinds = plan.part_events.get(name, set()) & ip.slots.keys()
         if kinds:
@@ -386,26 +421,28 @@ class ResponseAccumulator:
         if status is not None:
             item["status"] = status
 
-    def _item(self, wire: str, index: int, payload: Mapping[str, Any]) -> dict[str, Any]:
-        if index >= len(self._output):
-            raise AccumulateError(f"{wire}: no output item at output_index {index}")
-        item = self._output[index]
-        item_id = payload.get("item_id")
-        if item_id is not None and item_id != item.get("id"):
-            raise AccumulateError(
-                f"{wire}: item_id {item_id!r} is not the id {item.get('id')!r} "
-                f"of the item at output_index {index}"
-            )
+    def _item(self, wire: str, output_index: int) -> tuple[int, dict[str, Any]]:
+        """The position and item of an output_index (item_id is not checked, as in the SDK)."""
+        index = self._pos.get(output_index)
+        if index is None:
+            raise AccumulateError(f"{wire}: no output item at output_index {output_index}")
         if index in self._closed:
-            raise AccumulateError(f"{wire}: output item {index} is already done")
-        return item
+            raise AccumulateError(f"{wire}: output item {output_index} is already done")
+        return index, self._output[index]
 
-    def _open_item(self, name: str, wire: str, index: int, payload: Mapping[str, Any]) -> None:
-        item = _object(payload, self._plan.field(name), wire)
-        if index != len(self._output):
+    def _open_item(
+        self, name: str, wire: str, output_index: int, payload: Mapping[str, Any]
+    ) -> None:
+        field = self._plan.field(name)
+        if payload.get(field) is None:
+            return  # an opening event without its item changes nothing, as in the SDK
+        item = _object(payload, field, wire)
+        following = max(self._pos, default=-1) + 1
+        if output_index < following:
             raise AccumulateError(
-                f"{wire}: output_index {index}, but the next item's index is {len(self._output)}"
+                f"{wire}: output_index {output_index}, but the next item's index is {following}"
             )
+        self._pos[output_index] = len(self._output)
         self._output.append(item)
         self._types.append(self._plan.item_kinds.get(item["type"]))
 
@@ -413,7 +450,8 @@ class ResponseAccumulator:
         self, name: str, wire: str, index: int, item: dict[str, Any], payload: Mapping[str, Any]
     ) -> None:
         done = _object(payload, self._plan.field(name), wire)
-        if done["type"] != item["type"] or done.get("id", item.get("id")) != item.get("id"):
+        # the type must match; the id may not (a gateway may hand out fresh ids on every event)
+        if done["type"] != item["type"]:
             raise AccumulateError(
                 f"{wire}: {done['type']} {done.get('id')!r} does not match the "
                 f"{item['type']} {item.get('id')!r} at output_index {index}"
