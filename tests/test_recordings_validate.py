@@ -121,3 +121,29 @@ def test_cli_strict_turns_hygiene_warnings_into_errors(tmp_path: Path) -> None:
     assert loose.returncode == 0 and "warning LEGACY_FIELD" in loose.stdout
     strict = subprocess.run(cmd + ["--strict"], capture_output=True, text=True, cwd=GENERATED)
     assert strict.returncode == 1 and "error LEGACY_FIELD" in strict.stdout
+
+
+def test_arguments_only_in_done_are_a_warning_deltas_that_differ_an_error() -> None:
+    stream = streams("openai/openai--openai-client-tool-search.2.jsonl")[0]
+    without = [e for e in stream if e["type"] != "response.function_call_arguments.delta"]
+    without = [{**e, "sequence_number": n} for n, e in enumerate(without)]
+    found = validate_payloads(without)
+    assert [(v.rule, v.severity) for v in found if v.rule.startswith("DONE_")] == [
+        ("DONE_WITHOUT_DELTAS", "warning")
+    ]
+    assert "DONE_WITHOUT_DELTAS" in [
+        v.rule for v in validate_payloads(without, strict=True) if v.severity == "error"
+    ]
+    # one delta that is only part of the arguments is a mismatch
+    first = next(
+        i for i, e in enumerate(stream) if e["type"] == "response.function_call_arguments.delta"
+    )
+    partial = [
+        e
+        for i, e in enumerate(stream)
+        if i <= first or e["type"] != "response.function_call_arguments.delta"
+    ]
+    partial = [{**e, "sequence_number": n} for n, e in enumerate(partial)]
+    assert "DONE_TEXT_MISMATCH" in [
+        v.rule for v in validate_payloads(partial) if v.severity == "error"
+    ]

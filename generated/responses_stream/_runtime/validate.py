@@ -84,6 +84,7 @@ RULES: dict[str, tuple[str, str]] = {
     "ITEM_TYPE_CHANGED": (ERROR, "output_item.done carries another item type than added"),
     "DONE_IN_PROGRESS": (ERROR, "output_item.done with status in_progress"),
     "DONE_TEXT_MISMATCH": (ERROR, "a done text or item field differs from the concatenated deltas"),
+    "DONE_WITHOUT_DELTAS": (WARNING, "a text or arguments that arrive only in their done event"),
     "DONE_PARTS_MISMATCH": (ERROR, "the done item's parts differ from the parts streamed"),
     "ARGUMENTS_NOT_JSON": (WARNING, "completed tool arguments that are not JSON (glued calls?)"),
     "CONTENT_INDEX_NOT_DENSE": (ERROR, "content_index is not dense from 0 within the item"),
@@ -101,6 +102,7 @@ HYGIENE = frozenset(
         "USAGE_MISSING",
         "ADDED_NOT_IN_PROGRESS",
         "ARGUMENTS_NOT_JSON",
+        "DONE_WITHOUT_DELTAS",
         "LEGACY_FIELD",
         "NEWER_EVENT",
         "UNSPECIFIED_ITEM",
@@ -742,7 +744,15 @@ class StreamValidator:
             total_field = spec["totals"].get(name)
             if total_field is not None and total_field in payload:
                 empty: Any = [] if spec["kind"] == "list" else ""
-                if payload[total_field] != accs.get(acc, empty):
+                total = payload[total_field]
+                if acc not in accs and total and isinstance(total, str):
+                    # no delta at all: the whole text comes at once, which
+                    # clients that render deltas never show
+                    self._add(
+                        "DONE_WITHOUT_DELTAS",
+                        f"{payload['type']}.{total_field} arrives without any delta",
+                    )
+                elif total != accs.get(acc, empty):
                     self._add(
                         "DONE_TEXT_MISMATCH",
                         f"{payload['type']}.{total_field} differs from the concatenated deltas",
