@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN := $(abspath $(VENV))/bin
 PYTHON := $(BIN)/python
 
-.PHONY: all install generate check test lint typecheck pytest bench clean
+.PHONY: all install generate check test lint typecheck pytest fuzz bench clean
 
 all: install generate
 
@@ -37,6 +37,11 @@ pytest: install
 	$(PYTHON) -m pytest
 
 test: lint typecheck check pytest
+
+# Every hypothesis target in tests/fuzz with at least 2,000 examples each; the
+# statistics hypothesis prints give each target's count.
+fuzz: install
+	HYPOTHESIS_PROFILE=fuzz $(PYTHON) -m pytest tests/fuzz --hypothesis-show-statistics
 
 bench: install
 	$(PYTHON) -m pip install --quiet -r requirements-bench.txt

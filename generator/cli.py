@@ -13,7 +13,16 @@ from .errors import SpecErrors
 from .loader import load_dir
 from .render import render_all
 from .spec_model import spec_json_schema
-from .writer import diff_trees, render_to_stage, swap_in
+from .writer import (
+    STAGE_PREFIX,
+    OutputError,
+    diff_trees,
+    locked,
+    recover,
+    render_to_stage,
+    swap_in,
+    write_text_atomic,
+)
 
 SCHEMA_FILE = "spec.schema.json"
 
@@ -36,28 +45,40 @@ def render(spec: Path) -> dict[str, str]:
     return render_all(build_catalog(sources), spec)
 
 
+def _spec_litter(spec: Path) -> None:
+    """Temporary schema files a killed run left in the spec folder."""
+    for path in spec.glob(f"{STAGE_PREFIX}*"):
+        if path.is_file():
+            path.unlink()
+
+
 def cmd_generate(spec: Path, out: Path) -> int:
     files = render(spec)
-    stage = render_to_stage(files, out.resolve().parent)
-    try:
-        changed = swap_in(stage, out)
-    finally:
-        if stage.exists():
-            shutil.rmtree(stage)
-    if schema_stale(spec):
-        (spec / SCHEMA_FILE).write_text(schema_text(), encoding="utf-8")
-        changed.append(f"{spec.name}/{SCHEMA_FILE}")
+    with locked(out):
+        recover(out)
+        _spec_litter(spec)
+        stage = render_to_stage(files, out.resolve().parent)
+        try:
+            changed = swap_in(stage, out)
+        finally:
+            if stage.exists():
+                shutil.rmtree(stage)
+        if schema_stale(spec):
+            write_text_atomic(spec / SCHEMA_FILE, schema_text())
+            changed.append(f"{spec.name}/{SCHEMA_FILE}")
     print(f"generated {len(files)} files into {out} ({len(changed)} changed)")
     return 0
 
 
 def cmd_check(spec: Path, out: Path) -> int:
     files = render(spec)
-    stage = render_to_stage(files, out.resolve().parent)
-    try:
-        drift = diff_trees(stage, out)
-    finally:
-        shutil.rmtree(stage)
+    with locked(out):
+        recover(out)
+        stage = render_to_stage(files, out.resolve().parent)
+        try:
+            drift = diff_trees(stage, out)
+        finally:
+            shutil.rmtree(stage)
     if schema_stale(spec):
         drift.append(f"{spec.name}/{SCHEMA_FILE}")
     if drift:
@@ -89,4 +110,8 @@ def main(argv: list[str] | None = None) -> int:
         for err in exc.errors:
             print(err, file=sys.stderr)
         print(f"{len(exc.errors)} spec error(s); nothing was written", file=sys.stderr)
+        return 1
+    except OutputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        print("nothing was written", file=sys.stderr)
         return 1

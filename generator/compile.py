@@ -58,6 +58,97 @@ RESERVED_ENVELOPE = RESERVED_MEMBERS | {
     "close_item",
     "require_closed_items",
 }
+# Names the generated emitters use themselves inside their methods: their own
+# locals and parameters, the module-level names they import or define, and the
+# builtins they call. A transition parameter or an item field (a keyword argument
+# of the emitter and of its factory) with one of these names would shadow it and
+# break, or silently change, the generated code. tests/test_generator_safety.py
+# checks this set against every name the generated emitters read.
+GENERATED_LOCALS = {
+    "created_at",
+    "events",
+    "fields",
+    "id",
+    "ids",
+    "index",
+    "key",
+    "p",
+    "prev",
+    "request",
+    "self",
+    "seq",
+    "snap",
+    "stream",
+    "unknown",
+}
+GENERATED_MODULE_NAMES = {"annotations", "function_tools", "m", "msgspec", "now"}
+GENERATED_BUILTINS = {
+    "bool",
+    "bytes",
+    "dict",
+    "float",
+    "int",
+    "isinstance",
+    "len",
+    "list",
+    "next",
+    "object",
+    "property",
+    "set",
+    "sorted",
+    "str",
+    "super",
+    "tuple",
+}
+GENERATED_NAMES = frozenset(GENERATED_LOCALS | GENERATED_MODULE_NAMES | GENERATED_BUILTINS)
+# Attributes of the generated part-state classes, which hold part accumulators.
+PART_STATE_MEMBERS = {"index", "state", "snapshot"}
+# Names bound at the top of the generated package (its exports and submodules):
+# a dialect is a subpackage of that name.  The render checks the package it
+# writes as well, so a name added to the package later is refused there too.
+PACKAGE_NAMES = {
+    "achat_sse_from_responses",
+    "aevents_from_chat",
+    "annotations",
+    "aparse_sse",
+    "asse_from_chat",
+    "chat_chunks_from_responses",
+    "chat_data_lines",
+    "chat_sse_from_responses",
+    "chat_sse_from_sse",
+    "events_from_chat",
+    "events_from_harmony_tokens",
+    "load_harmony_encoding",
+    "sse_from_harmony_tokens",
+    "parse_sse",
+    "sse_from_chat",
+    "tables",
+    "tests",
+    "validate_payloads",
+}
+# Class and module-level names of the generated models and emitters that are not
+# made from a spec name: a type, item, part or event must not produce one of them.
+GENERATED_CLASSES = {
+    "Annotated",
+    "Any",
+    "Callable",
+    "ContentPart",
+    "Event",
+    "Item",
+    "ItemEmitter",
+    "Literal",
+    "Meta",
+    "Payload",
+    "Response",
+    "ResponseEmitter",
+    "StreamBase",
+    "Struct",
+    "SummaryPart",
+    "TextAcc",
+    "TransitionError",
+    "TypeAlias",
+    "UnsetType",
+}
 HARMONY_SOURCES = {
     "recipient",
     "recipient.head",
@@ -250,11 +341,30 @@ class _Builder:
                 self.err(src, path, f"unknown type {name!r}")
         return ref
 
-    def ident(self, src: Source, path: tuple[str | int, ...], name: str, what: str) -> None:
+    def ident(self, src: Source, path: tuple[str | int, ...], name: str, what: str) -> bool:
         if name in HARD_KEYWORDS:
             self.err(src, path, f"{what} {name!r} is a Python keyword")
         elif not IDENT.match(name):
             self.err(src, path, f"{what} {name!r} is not a safe identifier ([a-z][a-z0-9_]*)")
+        else:
+            return True
+        return False
+
+    def py_name(
+        self,
+        src: Source,
+        path: tuple[str | int, ...],
+        name: str,
+        what: str,
+        reserved: frozenset[str] | set[str] = GENERATED_NAMES,
+    ) -> None:
+        """A name that becomes a Python identifier in generated code: safe and not shadowing."""
+        if self.ident(src, path, name, what) and name in reserved:
+            self.err(
+                src,
+                path,
+                f"{what} {name!r} is reserved: the generated code uses that name itself",
+            )
 
     # -- the whole catalog --------------------------------------------------
     def build(self) -> Catalog:
@@ -301,6 +411,7 @@ class _Builder:
             type_fields[name] = fields
 
         self.events: dict[str, EventC] = {}
+        self.event_src: dict[str, tuple[Source, tuple[str | int, ...]]] = {}
         for src in by_kind["events"]:
             self.add_events(src, ("events",), src.model.events)
         for src in by_kind.get("item", []):
@@ -314,7 +425,7 @@ class _Builder:
                 if name in self.parts:
                     self.err(src, path, f"part {name!r} is declared twice")
                     continue
-                pfields = self.item_fields(src, path, spec.fields, spec.context, {})
+                pfields = self.item_fields(src, path, spec.fields, spec.context, {}, part=True)
                 machine = self.machine(src, path, name, spec, "part", spec.index, pfields)
                 self.read_optional(src, path, spec.read_optional, [f.name for f in pfields])
                 self.parts[name] = PartC(
@@ -322,6 +433,7 @@ class _Builder:
                 )
 
         self.items: dict[str, ItemC] = {}
+        self.item_src: dict[str, Source] = {}
         for src in by_kind.get("item", []):
             self.add_item(src)
 
@@ -344,17 +456,25 @@ class _Builder:
                     ("transitions", tname),
                     f"transition {tname!r} clashes with a member of the emitter",
                 )
+        factories: dict[str, str] = {}
         for item in self.items.values():
             factory = item.type.replace(":", "_").replace("-", "_")
+            isrc = self.item_src[item.type]
             if factory in envelope.transitions or factory in RESERVED_ENVELOPE:
-                self.errors.append(
-                    SpecError(
-                        item.source,
-                        1,
-                        "type",
-                        f"item type {item.type!r} clashes with a member of the response emitter",
-                    )
+                self.err(
+                    isrc,
+                    ("type",),
+                    f"item type {item.type!r} clashes with a member of the response emitter",
                 )
+            elif factory in factories:
+                self.err(
+                    isrc,
+                    ("type",),
+                    f"item type {item.type!r} has the same factory name {factory!r} "
+                    f"as {factories[factory]!r}",
+                )
+            factories.setdefault(factory, item.type)
+        self.check_class_names(type_src)
         stored = {f.name for f in rfields}
         for tr in envelope.transitions.values():
             for i, act in enumerate(tr.actions):
@@ -372,7 +492,7 @@ class _Builder:
             if d.name in dialects:
                 self.err(src, ("name",), f"dialect {d.name!r} is declared twice")
                 continue
-            self.ident(src, ("name",), d.name, "dialect name")
+            self.py_name(src, ("name",), d.name, "dialect name", PACKAGE_NAMES)
             std_events = set(self.events) if d.standard_events == "all" else set(d.standard_events)
             for i, ev in enumerate([] if d.standard_events == "all" else d.standard_events):
                 if ev not in self.events:
@@ -433,6 +553,31 @@ class _Builder:
             harmony.model if harmony else None,
             list(env.read_optional),
         )
+
+    def check_class_names(self, type_src: dict[str, Source]) -> None:
+        """Every generated class name is distinct and does not shadow a name the modules use."""
+        from .schema import event_class, item_class, part_class
+
+        owners: dict[str, str] = {name: "the generated code" for name in GENERATED_CLASSES}
+        found: list[tuple[str, Source, tuple[str | int, ...], str]] = []
+        for name in self.types:
+            found.append((name, type_src[name], ("types", name), f"type {name!r}"))
+        for name in self.parts:
+            src = next(s for s in self.sources if s.model.kind == "parts")
+            found.append((part_class(name), src, ("parts", name), f"part {name!r}"))
+        for name in self.items:
+            cls = item_class(name)
+            what = f"item type {name!r}"
+            found.append((cls, self.item_src[name], ("type",), what))
+            emitter = cls.removesuffix("Item") + "Emitter"
+            found.append((emitter, self.item_src[name], ("type",), what))
+        for name, (src, path) in self.event_src.items():
+            found.append((event_class(name), src, path, f"event {name!r}"))
+        for cls, src, path, what in found:
+            if cls in owners:
+                self.err(src, path, f"{what} makes the class {cls!r}, as does {owners[cls]}")
+            else:
+                owners[cls] = what
 
     # -- routes ---------------------------------------------------------------
     def single(self, by_kind: dict[str, list[Source]], kind: str) -> Source | None:
@@ -532,6 +677,7 @@ class _Builder:
                 continue
             fields = self.event_fields(src, epath + ("fields",), spec.fields)
             self.read_optional(src, epath, spec.read_optional + spec.read_legacy, list(fields))
+            self.event_src[name] = (src, epath)
             self.events[name] = EventC(
                 name,
                 spec.address,
@@ -602,6 +748,7 @@ class _Builder:
                     )
         if "open" not in machine.transitions:
             self.err(src, ("transitions",), "an item needs an 'open' transition")
+        self.check_members(src, spec, machine, fields, slots)
         for sname, state in spec.states.items():
             if state.type == "final" or sname == spec.initial:
                 continue
@@ -613,6 +760,7 @@ class _Builder:
                 )
         events = sorted({e.event for t in machine.transitions.values() for e in t.emits})
         self.read_optional(src, (), spec.read_optional, ["id", "status"] + [f.name for f in fields])
+        self.item_src[spec.type] = src
         self.items[spec.type] = ItemC(
             spec.type,
             spec.id_prefix,
@@ -634,11 +782,15 @@ class _Builder:
         decls: dict[str, sm.ItemField],
         context: dict[str, sm.AccumulatorSpec],
         slots: dict[str, list[str]],
+        part: bool = False,
     ) -> list[FieldC]:
         out = []
         for fname, f in decls.items():
             fpath = path + ("fields", fname)
-            self.ident(src, fpath, fname, "field")
+            if part:
+                self.ident(src, fpath, fname, "field")
+            elif fname not in ITEM_AUTO_FIELDS | RESERVED_MEMBERS:
+                self.py_name(src, fpath, fname, "field")
             if fname in ITEM_AUTO_FIELDS:
                 self.err(src, fpath, f"field {fname!r} is filled automatically")
             elif fname in RESERVED_MEMBERS:
@@ -649,8 +801,46 @@ class _Builder:
                 self.err(src, fpath + ("slot",), f"unknown slot {f.slot!r}")
             out.append(FieldC(fname, self.typ(src, fpath + ("type",), f.type), f))
         for acc in context:
-            self.ident(src, path + ("context", acc), acc, "accumulator")
+            if part:
+                self.py_name(src, path + ("context", acc), acc, "accumulator", PART_STATE_MEMBERS)
+            else:
+                self.ident(src, path + ("context", acc), acc, "accumulator")
         return out
+
+    def check_members(
+        self,
+        src: Source,
+        spec: sm.ItemFile,
+        machine: MachineC,
+        fields: list[FieldC],
+        slots: dict[str, list[str]],
+    ) -> None:
+        """An emitter's attributes (stored fields) and methods (transitions) must not collide."""
+        methods: dict[str, tuple[str | int, ...]] = {}
+        for tname in machine.transitions:
+            methods[tname] = ("transitions", tname)
+        for sname, kinds in slots.items():
+            for i, pname in enumerate(kinds):
+                part = self.parts.get(pname)
+                if part is None:
+                    continue
+                for ptr in part.machine.transitions:
+                    for meth in (f"{pname}_{ptr}", f"{pname}_{ptr}_sse"):
+                        if meth in methods and methods[meth][0] == "transitions":
+                            self.err(
+                                src,
+                                methods[meth],
+                                f"transition {meth!r} clashes with the method of part "
+                                f"{pname!r} ({ptr!r})",
+                            )
+                        methods.setdefault(meth, ("slots", sname, "parts", i))
+        for f in fields:
+            if f.name in methods:
+                self.err(
+                    src,
+                    ("fields", f.name),
+                    f"field {f.name!r} clashes with the emitter method of the same name",
+                )
 
     # -- state machines -------------------------------------------------------
     def machine(
@@ -747,7 +937,7 @@ class _Builder:
         params = []
         for pname, decl in tr.params.items():
             ppath = path + ("params", pname)
-            self.ident(src, ppath, pname, "parameter")
+            self.py_name(src, ppath, pname, "parameter")
             if isinstance(decl, str):
                 params.append(Param(pname, self.typ(src, ppath, decl), True, None))
             else:

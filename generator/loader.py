@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,13 @@ class Source:
         return SpecError(self.name, self.line(path), ".".join(map(str, path)) or "-", message)
 
 
+def comment_text(text: str) -> str:
+    """``text`` made safe for one comment line: every character that is not
+    printable (control characters, line and paragraph separators, lone
+    surrogates) becomes its escape, so nothing can end the comment's line."""
+    return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text)
+
+
 def _construct(
     node: yaml.Node, path: Path_, lines: dict[Path_, int], errors: list[SpecError], name: str
 ) -> Any:
@@ -49,7 +57,7 @@ def _construct(
                     )
                 )
                 continue
-            key = key_node.value
+            key = _text(key_node.value, key_node, errors, name, path)
             if key in out:
                 errors.append(
                     SpecError(
@@ -65,7 +73,44 @@ def _construct(
             _construct(child, path + (i,), lines, errors, name)
             for i, child in enumerate(node.value)
         ]
-    return _SCALARS.construct_object(node)
+    value = _SCALARS.construct_object(node)
+    if isinstance(value, str):
+        return _text(value, node, errors, name, path)
+    if isinstance(value, float) and not math.isfinite(value):
+        errors.append(
+            SpecError(name, node.start_mark.line + 1, _dotted(path), f"{value} is not allowed")
+        )
+        return None
+    if value is not None and not isinstance(value, (bool, int, float)):
+        errors.append(
+            SpecError(
+                name,
+                node.start_mark.line + 1,
+                _dotted(path),
+                f"unsupported YAML value of type {type(value).__name__}; quote it as a string",
+            )
+        )
+        return None
+    return value
+
+
+def _text(value: str, node: yaml.Node, errors: list[SpecError], name: str, path: Path_) -> str:
+    """Join escaped surrogate pairs (``"\\ud83d\\ude00"``) into their character;
+    a lone surrogate is an error, since it cannot be written as UTF-8."""
+    if not any("\ud800" <= c <= "\udfff" for c in value):
+        return value
+    try:
+        return value.encode("utf-16-le", "surrogatepass").decode("utf-16-le")
+    except UnicodeDecodeError:
+        errors.append(
+            SpecError(
+                name,
+                node.start_mark.line + 1,
+                _dotted(path),
+                "a string has a lone surrogate (an unpaired \\ud800-\\udfff escape)",
+            )
+        )
+        return value.encode("utf-8", "replace").decode("utf-8")
 
 
 class _ScalarLoader(yaml.SafeLoader):
@@ -90,6 +135,18 @@ def load_file(path: Path, name: str) -> tuple[Source | None, list[SpecError]]:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else 1
         return None, [SpecError(name, line, "-", f"YAML syntax error: {exc.problem}")]
+    except yaml.reader.ReaderError as exc:  # a character YAML does not allow, e.g. a raw NUL
+        line = text[: exc.position].count("\n") + 1
+        return None, [
+            SpecError(
+                name,
+                line,
+                "-",
+                f"YAML syntax error: character U+{int(exc.character):04X}: {exc.reason}",
+            )
+        ]
+    except yaml.YAMLError as exc:
+        return None, [SpecError(name, 1, "-", f"YAML error: {comment_text(str(exc))}")]
     except (OSError, UnicodeDecodeError) as exc:
         return None, [SpecError(name, 1, "-", f"cannot read file: {exc}")]
     if node is None:
@@ -152,6 +209,12 @@ def load_dir(spec_dir: Path) -> tuple[list[Source], list[SpecError]]:
         errors.append(SpecError(spec_dir.name, 1, "-", "no spec files (*.yaml) found"))
     for path in files:
         name = f"{spec_dir.name}/{path.relative_to(spec_dir).as_posix()}"
+        if not name.isprintable():
+            shown = comment_text(name)
+            errors.append(
+                SpecError(shown, 1, "-", "the file name has control characters; rename the file")
+            )
+            continue
         source, errs = load_file(path, name)
         errors.extend(errs)
         if source is not None:

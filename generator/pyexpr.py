@@ -2,7 +2,7 @@
 
 Spec strings only ever reach generated code through ``literal``, which is
 ``repr``-based, so a quote, newline or triple quote in a spec cannot break
-out of a string.
+out of a string; file names reach comments only through ``comment_text``.
 """
 
 from __future__ import annotations
@@ -10,6 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 from .compile import TypeRef
+from .loader import comment_text
+
+__all__ = ["comment_text", "literal", "needs_convert", "pytype"]
 
 MUTABLE = (list, dict)
 

@@ -144,26 +144,33 @@ class _Walker:
                 self.call(sc, tr, name)
 
     def parts(self, sc: Scenario, leave_open: bool = False) -> None:
+        """Every part kind of every slot, twice, so that part indexes go past 0.
+
+        A truncated run closes its first part and leaves the second one open.
+        """
+        closed = 0
         for slot, kinds in self.item.slots.items():
-            for kind in kinds:
+            for kind in [*kinds, *kinds]:
                 part = self.cat.parts[kind]
                 index = self.counters.get(slot, 0)
                 self.counters[slot] = index + 1
                 pm = part.machine
                 self.call(sc, pm.transitions["open"], f"{kind}_open", index)
                 self.open_part = (kind, index)
+                stays_open = leave_open and closed == 1
                 state = pm.transitions["open"].target
                 for name, target in pm.states[state].on.items():
                     if target != state:
                         continue
                     tr = pm.transitions[name]
                     reps = 2 if "delta" in {p.name for p in tr.params} else 1
-                    for _ in range(1 if leave_open else reps):
+                    for _ in range(1 if stays_open else reps):
                         self.call(sc, tr, f"{kind}_{name}", index)
-                if leave_open:
+                if stays_open:
                     return
                 self.call(sc, pm.transitions["done"], f"{kind}_done", index)
                 self.open_part = None
+                closed += 1
 
     def scenario(self, name: str, last: str) -> Scenario | None:
         sc = Scenario(name, _init_args(self.cat, self.item))
@@ -204,8 +211,14 @@ def _init_args(cat: Catalog, item: ItemC) -> dict[str, Any]:
             continue
         if spec.example is not None:
             out[f.name] = spec.example
-        elif "default" not in spec.model_fields_set:
+        elif "default" not in spec.model_fields_set or (
+            f.type.kind == "string" and spec.default is None
+        ):
+            # Optional strings too, so that a field the emitter forgets shows.
             out[f.name] = sample(cat, f.type, f.name, 0)
+        elif f.type.kind == "boolean" and isinstance(spec.default, bool):
+            # The other value than the default, so that a dropped argument shows.
+            out[f.name] = not spec.default
     return out
 
 

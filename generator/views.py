@@ -23,6 +23,7 @@ from .compile import (
     TransitionC,
 )
 from .pyexpr import MUTABLE, literal, needs_convert, pytype
+from .runtime.stream import COMPACT_EVERY
 from .schema import event_class, item_class, part_class
 from .types import TypeRef
 
@@ -52,7 +53,7 @@ class PartView:
     state_cls: str
     index: str
     slot: str
-    accs: list[tuple[str, str]]  # (name, kind)
+    accs: list[tuple[str, str, str]]  # (name, annotation, initial value)
     snapshot: str
     methods: list[Method]
 
@@ -71,7 +72,7 @@ class ItemView:
     stored: list[tuple[str, str, str]]  # (attribute, annotation, initial expression)
     status_type: str
     initial_status: str
-    accs: list[tuple[str, str]]
+    accs: list[tuple[str, str, str]]  # (name, annotation, initial value)
     slots: list[str]
     parts: list[PartView]
     snapshot: str
@@ -119,7 +120,7 @@ class _Ctx:
     def acc_expr(self, name: str, kind: str) -> str:
         holder = "p" if self.scope == "part" else "self"
         attr = f"{holder}.{name}" if self.scope == "part" else f"self._acc_{name}"
-        return f'"".join({attr})' if kind == "text" else f"list({attr})"
+        return f"{attr}.value()" if kind == "text" else f"list({attr})"
 
     def acc_attr(self, name: str) -> str:
         return f"p.{name}" if self.scope == "part" else f"self._acc_{name}"
@@ -179,8 +180,15 @@ class _Ctx:
             assert isinstance(src, str)
             value = self.source(src, TypeRef("any"), machine)
             is_list = src.startswith("params.") and params[src[7:]].type.kind == "list"
+            attr = self.acc_attr(act.target)
+            if kind == "text":
+                # A TextAcc: list.append on the hot path, joined every COMPACT_EVERY deltas.
+                return (
+                    f"{attr}.append({value})\n"
+                    f"if len({attr}) >= {COMPACT_EVERY}:\n    {attr}.compact()"
+                )
             verb = "extend" if kind == "list" and is_list else "append"
-            return f"{self.acc_attr(act.target)}.{verb}({value})"
+            return f"{attr}.{verb}({value})"
         if act.op == "set":
             ftype = self.v.stored_type(self.scope, self.owner, act.target)
             value = self.source(act.source, _strip_null(ftype), machine)
@@ -218,6 +226,13 @@ class _Ctx:
             final=final,
             transition=tr.name,
         )
+
+
+def _acc(name: str, kind: str) -> tuple[str, str, str]:
+    """An accumulator's (name, annotation, initial value): text in a TextAcc, lists as lists."""
+    if kind == "text":
+        return (name, "TextAcc", "TextAcc()")
+    return (name, "list[Any]", "[]")
 
 
 def _strip_null(ref: TypeRef) -> TypeRef:
@@ -292,7 +307,7 @@ class DialectViews:
         ctx = _Ctx(self, "item", item.type)
         init_params: list[str] = []
         stored: list[tuple[str, str, str]] = []
-        accs: list[tuple[str, str]] = [(n, a.kind) for n, a in item.machine.context.items()]
+        accs = [_acc(n, a.kind) for n, a in item.machine.context.items()]
         snap_args = ["id=self.item_id", "status=self.status"]
         for f in item.fields:
             spec = f.spec
@@ -389,7 +404,7 @@ class DialectViews:
             state_cls=f"_{cls}State",
             index=part.index,
             slot=slot,
-            accs=[(n, str(a.kind)) for n, a in part.machine.context.items()],
+            accs=[_acc(n, a.kind) for n, a in part.machine.context.items()],
             snapshot=f"m.{cls}({', '.join(args)})",
             methods=methods,
         )

@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from recordings_support import is_reference, is_untouched, responses_files, streams
+from recordings_support import is_reference, is_untouched, provenance, responses_files, streams
 from test_accumulate import Sdk, dump
 
 from responses_stream import ResponseAccumulator
@@ -63,8 +63,11 @@ def _by_presence(value: Any) -> Any:
 
 @pytest.mark.parametrize("name", FILES)
 def test_every_recording_folds(name: str) -> None:
+    # a source that rewrote the stream (one redacts its deltas to "XXXX" but keeps
+    # placeholder done texts) made its texts disagree: there the done texts are trusted
+    rewritten = bool(provenance("responses")[name].get("rewritten"))
     for stream in streams(name):
-        acc = ResponseAccumulator()
+        acc = ResponseAccumulator(check_texts=not rewritten)
         acc.feed_all(stream)
         if stream[-1]["type"] in TERMINAL:
             assert acc.final == stream[-1]["response"]

@@ -70,6 +70,52 @@ CASES: dict[str, list[Edit]] = {
             "done: closed, finish: closed, incomplete: closed}",
         )
     ],
+    # Names the generated code uses itself: a parameter or a field with one of them
+    # would shadow it (``self`` is a syntax error, ``m`` breaks every event,
+    # ``events`` silently drops the parameter).
+    "reserved_parameter": [
+        (
+            FC,
+            "    params: {delta: string}",
+            "    params: {delta: string, self: string, m: string, events: string, next: string}",
+        )
+    ],
+    "reserved_field": [
+        (
+            FC,
+            "  call_id: {type: string}",
+            "  call_id: {type: string}\n  stream: {type: string}\n  len: {type: string}",
+        )
+    ],
+    "field_clashes_with_method": [
+        (FC, "  call_id: {type: string}", "  call_id: {type: string}\n  delta: {type: string}")
+    ],
+    "class_name_clash": [
+        (
+            "types.yaml",
+            "      code: string\n      message: string\n  ErrorPayload:",
+            "      code: string\n      message: string\n"
+            "  FunctionCallItem:\n    fields: {x: string}\n  ErrorPayload:",
+        )
+    ],
+    "dialect_name_clash": [("dialects/openresponses.yaml", "name: openresponses", "name: tables")],
+    "file_name_control_characters": [
+        ("items/x\nraise SystemExit(7)\n#.yaml", None, (ROOT / "spec" / FC).read_text("utf-8"))
+    ],
+    "lone_surrogate": [
+        (
+            FC,
+            "doc: A call to a function tool that the client runs.",
+            'doc: "A call \\ud800 to a function"',
+        )
+    ],
+    "raw_nul": [
+        (
+            FC,
+            "doc: A call to a function tool that the client runs.",
+            "doc: A call \x00 to a function",
+        )
+    ],
     "multiple_files": [
         (
             FC,

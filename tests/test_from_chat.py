@@ -218,13 +218,16 @@ def from_chat(
     env = {**os.environ, "PYTHONPATH": str(GENERATED)}
     proc = subprocess.run(cmd, input=raw, capture_output=True, cwd=GENERATED, env=env)
     out = proc.stdout.decode("utf-8")
-    events, done = parse_sse(out) if proc.returncode == 0 else ([], False)
+    # 0: a complete stream; 3: a complete stream that ends response.failed
+    events, done = parse_sse(out) if proc.returncode in (0, 3) else ([], False)
     return Run(proc.returncode, proc.stderr.decode(), events, done)
 
 
 # -- checks every stream must pass ----------------------------------------------
 def check_stream(run: Run, dialect: str) -> None:
-    assert run.code == 0, run.stderr
+    assert run.code in (0, 3), run.stderr
+    failed = bool(run.events) and run.events[-1][0] == "response.failed"
+    assert run.code == (3 if failed else 0)
     assert run.stderr == ""
     d = rs.DIALECTS[dialect]
     for wire, payload in run.events:
@@ -406,11 +409,16 @@ def test_truncated_stream_is_incomplete_with_items_closed(tmp_path: Path) -> Non
     assert outputs(run.final)[:2] == ("List three colours.", "Red, green")
 
 
-def test_empty_input_is_incomplete(tmp_path: Path) -> None:
-    run = from_chat(b"", tmp_path=tmp_path)
-    check_stream(run, "openai")
-    assert run.payloads[-1]["type"] == "response.incomplete"
-    assert run.final["output"] == []
+def test_empty_input_is_an_error_not_a_length_cut() -> None:
+    env = {**os.environ, "PYTHONPATH": str(GENERATED)}
+    cmd = [sys.executable, "-m", "responses_stream", "from-chat"]
+    proc = subprocess.run(cmd, input=b"", capture_output=True, cwd=GENERATED, env=env)
+    assert proc.returncode == 2  # no chat chunk: the README's exit codes
+    events, _ = parse_sse(proc.stdout.decode("utf-8"))
+    payloads = [p for _, p in events]
+    assert [p["type"] for p in payloads[-2:]] == ["error", "response.failed"]
+    assert payloads[-2]["code"] == "empty_input"
+    assert payloads[-1]["response"]["output"] == []
 
 
 # -- request echo and --model ---------------------------------------------------

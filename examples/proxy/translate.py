@@ -1,4 +1,9 @@
-"""Request translation between the Chat Completions and Responses APIs."""
+"""Request translation between the Chat Completions and Responses APIs.
+
+A body whose fields have the wrong shape (``messages`` that is not an array of
+objects, a tool without a string ``name``...) raises :class:`BadRequest`,
+which the proxy answers with HTTP 400.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +12,38 @@ from collections.abc import Mapping
 from typing import Any
 
 SAMPLING = ("temperature", "top_p", "metadata", "parallel_tool_calls", "user")
+
+
+class BadRequest(ValueError):
+    """A request the proxy cannot translate; ``param`` names the offending field."""
+
+    def __init__(self, message: str, param: str | None = None) -> None:
+        super().__init__(message)
+        self.param = param
+
+
+def _objects(value: Any, where: str) -> list[Mapping[str, Any]]:
+    """``value`` as a list of objects (None is empty); :class:`BadRequest` otherwise."""
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(v, Mapping) for v in value):
+        raise BadRequest(f"'{where}' must be an array of objects", param=where)
+    return value
+
+
+def _object(value: Any, where: str) -> Mapping[str, Any]:
+    """``value`` as an object (None is empty); :class:`BadRequest` otherwise."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise BadRequest(f"'{where}' must be an object", param=where)
+    return value
+
+
+def _name(value: Any, where: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise BadRequest(f"'{where}' must be a non-empty string", param=where)
+    return value
 
 
 def _text(content: Any) -> str:
@@ -24,7 +61,7 @@ def chat_to_responses_request(body: Mapping[str, Any]) -> dict[str, Any]:
     """A /v1/chat/completions body as a streaming /v1/responses body."""
     out: dict[str, Any] = {"model": body.get("model"), "stream": True, "input": []}
     instructions = []
-    for msg in body.get("messages") or []:
+    for i, msg in enumerate(_objects(body.get("messages"), "messages")):
         role, text = msg.get("role"), _text(msg.get("content"))
         if role in ("system", "developer"):
             instructions.append(text)
@@ -35,8 +72,8 @@ def chat_to_responses_request(body: Mapping[str, Any]) -> dict[str, Any]:
         else:
             if text:
                 out["input"].append({"type": "message", "role": role, "content": text})
-            for call in msg.get("tool_calls") or []:
-                fn = call.get("function") or {}
+            for j, call in enumerate(_objects(msg.get("tool_calls"), f"messages[{i}].tool_calls")):
+                fn = _object(call.get("function"), f"messages[{i}].tool_calls[{j}].function")
                 out["input"].append(
                     {
                         "type": "function_call",
@@ -48,8 +85,8 @@ def chat_to_responses_request(body: Mapping[str, Any]) -> dict[str, Any]:
     if instructions:
         out["instructions"] = "\n\n".join(instructions)
     tools = []
-    for tool in body.get("tools") or []:
-        fn = tool.get("function") or {}
+    for i, tool in enumerate(_objects(body.get("tools"), "tools")):
+        fn = _object(tool.get("function"), f"tools[{i}].function")
         if tool.get("type") == "function" and fn.get("name"):
             tools.append(
                 {
@@ -65,7 +102,8 @@ def chat_to_responses_request(body: Mapping[str, Any]) -> dict[str, Any]:
     if "tool_choice" in body:
         choice = body["tool_choice"]
         if isinstance(choice, Mapping) and "function" in choice:
-            choice = {"type": "function", "name": choice["function"].get("name")}
+            fn = _object(choice["function"], "tool_choice.function")
+            choice = {"type": "function", "name": fn.get("name")}
         out["tool_choice"] = choice
     limit = body.get("max_completion_tokens", body.get("max_tokens"))
     if limit is not None:
@@ -86,7 +124,7 @@ def responses_to_chat_request(body: Mapping[str, Any]) -> dict[str, Any]:
     items = body.get("input")
     if isinstance(items, str):
         items = [{"type": "message", "role": "user", "content": items}]
-    for item in items or []:
+    for item in _objects(items, "input"):
         kind = item.get("type", "message")
         if kind == "message":
             messages.append(
@@ -121,18 +159,20 @@ def responses_to_chat_request(body: Mapping[str, Any]) -> dict[str, Any]:
         "stream_options": {"include_usage": True},
     }
     tools = []
-    for tool in body.get("tools") or []:
+    for i, tool in enumerate(_objects(body.get("tools"), "tools")):
         if tool.get("type") == "function":
-            tools.append(_chat_tool(tool["name"], tool))
+            tools.append(_chat_tool(_name(tool.get("name"), f"tools[{i}].name"), tool))
         elif tool.get("type") == "namespace":
-            for sub in tool.get("tools") or []:
+            space = _name(tool.get("name"), f"tools[{i}].name")
+            for j, sub in enumerate(_objects(tool.get("tools"), f"tools[{i}].tools")):
                 if sub.get("type") == "function":
-                    tools.append(_chat_tool(f"{tool['name']}.{sub['name']}", sub))
+                    name = _name(sub.get("name"), f"tools[{i}].tools[{j}].name")
+                    tools.append(_chat_tool(f"{space}.{name}", sub))
     if tools:
         out["tools"] = tools
     if body.get("max_output_tokens") is not None:
         out["max_completion_tokens"] = body["max_output_tokens"]
-    effort = (body.get("reasoning") or {}).get("effort")
+    effort = _object(body.get("reasoning"), "reasoning").get("effort")
     if effort:
         out["reasoning_effort"] = effort
     for key in SAMPLING:

@@ -17,15 +17,30 @@ from ._runtime.chat import ChatToResponses
 from ._runtime.dialect import Dialect
 from ._runtime.errors import TransitionError
 from ._runtime.harmony import HarmonyToResponses
+from ._runtime.harmony_tokens import (
+    HarmonyTokens,
+    events_from_harmony_tokens,
+    load_harmony_encoding,
+    sse_from_harmony_tokens,
+)
 from ._runtime.ids import CountingIds, RandomIds
+from ._runtime.limits import LimitExceeded, Limits
 from ._runtime.processor import ItemHandle, ProcessorError, StreamProcessor
 from ._runtime.sse import SSEEncoder
-from ._runtime.sse_parse import SSEDecodeError, SSEMessage, SSEParser, aparse_sse, parse_sse
+from ._runtime.sse_parse import (
+    SSEDecodeError,
+    SSELimitError,
+    SSEMessage,
+    SSEParser,
+    aparse_sse,
+    parse_sse,
+)
 from ._runtime.to_chat import (
     ResponsesToChat,
     achat_sse_from_responses,
     chat_chunks_from_responses,
     chat_sse_from_responses,
+    chat_sse_from_sse,
 )
 from ._runtime.validate import StreamValidator, Violation, validate_payloads
 
@@ -72,14 +87,18 @@ __all__ = [
     "DIALECTS",
     "Dialect",
     "HarmonyToResponses",
+    "HarmonyTokens",
     "ITEM_TYPES",
     "ItemHandle",
+    "LimitExceeded",
+    "Limits",
     "ProcessorError",
     "RandomIds",
     "ResponseAccumulator",
     "ResponsesToChat",
     "SSEDecodeError",
     "SSEEncoder",
+    "SSELimitError",
     "SSEMessage",
     "SSEParser",
     "StreamProcessor",
@@ -93,10 +112,14 @@ __all__ = [
     "chat_chunks_from_responses",
     "chat_data_lines",
     "chat_sse_from_responses",
+    "chat_sse_from_sse",
     "events_from_chat",
+    "events_from_harmony_tokens",
+    "load_harmony_encoding",
     "openai",
     "openresponses",
     "parse_sse",
     "sse_from_chat",
+    "sse_from_harmony_tokens",
     "validate_payloads",
 ]

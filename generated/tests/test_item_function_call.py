@@ -8,11 +8,15 @@ from typing import Any
 
 import pytest
 from _support import (
+    LAYOUTS,
     check_addressing,
     check_deltas_make_done_values,
     check_dialect_validation,
     check_done_item,
+    check_envelope,
     check_event_order,
+    check_fast_path,
+    check_transitions_refused,
 )
 
 ITEM_TYPE = "function_call"
@@ -36,7 +40,12 @@ ITEM_WIRE = {"openai": "function_call", "openresponses": "function_call"}
 SCENARIOS: list[dict[str, Any]] = [
     {
         "name": "complete",
-        "init": {"id": "fc_test", "call_id": "call_id-0", "name": "name-0"},
+        "init": {
+            "id": "fc_test",
+            "call_id": "call_id-0",
+            "name": "name-0",
+            "namespace": "namespace-0",
+        },
         "final_status": "completed",
         "steps": [
             {
@@ -66,7 +75,12 @@ SCENARIOS: list[dict[str, Any]] = [
     },
     {
         "name": "truncated",
-        "init": {"id": "fc_test", "call_id": "call_id-0", "name": "name-0"},
+        "init": {
+            "id": "fc_test",
+            "call_id": "call_id-0",
+            "name": "name-0",
+            "namespace": "namespace-0",
+        },
         "final_status": "incomplete",
         "steps": [
             {
@@ -123,32 +137,63 @@ SPEC = {
     "address": ADDRESS,
     "open_status": OPEN_STATUS,
     "own_events": OWN_EVENTS,
+    "scenarios": SCENARIOS,
 }
 DIALECTS = sorted(WIRE)
-CASES = [(d, s) for d in DIALECTS for s in SCENARIOS]
-IDS = [f"{d}-{s['name']}" for d, s in CASES]
+# Each scenario runs alone (output_index 0) and after a complete item of the
+# same type (output_index 1, a second id from the same stream).
+CASES = [(d, s, lay) for d in DIALECTS for s in SCENARIOS for lay in LAYOUTS]
+IDS = [f"{d}-{s['name']}-{lay}" for d, s, lay in CASES]
+ARGS = ("dialect", "scenario", "layout")
 
 
-@pytest.mark.parametrize(("dialect", "scenario"), CASES, ids=IDS)
-def test_transitions_emit_spec_events_in_order(dialect: str, scenario: dict[str, Any]) -> None:
-    check_event_order(SPEC, dialect, scenario)
+@pytest.mark.parametrize(ARGS, CASES, ids=IDS)
+def test_transitions_emit_spec_events_in_order(
+    dialect: str, scenario: dict[str, Any], layout: str
+) -> None:
+    check_event_order(SPEC, dialect, scenario, layout)
 
 
-@pytest.mark.parametrize(("dialect", "scenario"), CASES, ids=IDS)
-def test_addressing_is_filled(dialect: str, scenario: dict[str, Any]) -> None:
-    check_addressing(SPEC, dialect, scenario)
+@pytest.mark.parametrize(ARGS, CASES, ids=IDS)
+def test_addressing_is_filled(dialect: str, scenario: dict[str, Any], layout: str) -> None:
+    check_addressing(SPEC, dialect, scenario, layout)
 
 
-@pytest.mark.parametrize(("dialect", "scenario"), CASES, ids=IDS)
-def test_every_event_validates_in_its_dialect(dialect: str, scenario: dict[str, Any]) -> None:
-    check_dialect_validation(SPEC, dialect, scenario)
+@pytest.mark.parametrize(ARGS, CASES, ids=IDS)
+def test_every_event_validates_in_its_dialect(
+    dialect: str, scenario: dict[str, Any], layout: str
+) -> None:
+    check_dialect_validation(SPEC, dialect, scenario, layout)
 
 
-@pytest.mark.parametrize(("dialect", "scenario"), CASES, ids=IDS)
-def test_deltas_concatenate_to_done_values(dialect: str, scenario: dict[str, Any]) -> None:
-    check_deltas_make_done_values(SPEC, dialect, scenario)
+@pytest.mark.parametrize(ARGS, CASES, ids=IDS)
+def test_deltas_concatenate_to_done_values(
+    dialect: str, scenario: dict[str, Any], layout: str
+) -> None:
+    check_deltas_make_done_values(SPEC, dialect, scenario, layout)
 
 
-@pytest.mark.parametrize(("dialect", "scenario"), CASES, ids=IDS)
-def test_done_item_matches_what_was_streamed(dialect: str, scenario: dict[str, Any]) -> None:
-    check_done_item(SPEC, dialect, scenario)
+@pytest.mark.parametrize(ARGS, CASES, ids=IDS)
+def test_done_item_matches_what_was_streamed(
+    dialect: str, scenario: dict[str, Any], layout: str
+) -> None:
+    check_done_item(SPEC, dialect, scenario, layout)
+
+
+@pytest.mark.parametrize(ARGS, CASES, ids=IDS)
+def test_fast_paths_frame_the_same_events(
+    dialect: str, scenario: dict[str, Any], layout: str
+) -> None:
+    check_fast_path(SPEC, dialect, scenario, layout)
+
+
+@pytest.mark.parametrize(ARGS, CASES, ids=IDS)
+def test_transitions_refused_before_open_and_after_close(
+    dialect: str, scenario: dict[str, Any], layout: str
+) -> None:
+    check_transitions_refused(SPEC, dialect, scenario, layout)
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_response_envelope_lifecycle(dialect: str) -> None:
+    check_envelope(dialect)

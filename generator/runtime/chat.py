@@ -9,7 +9,19 @@ Bad input never yields an invalid or silently truncated stream:
   ``finish_reason``) ends the stream with ``error`` and ``response.failed``;
 - input that stops early (no ``finish_reason``) ends it with
   ``response.incomplete`` (reason ``max_output_tokens``);
-- in both cases every item is closed and all text received is kept.
+- input without a single chunk (empty, only ``[DONE]``, not SSE) ends it with
+  ``error`` (code ``empty_input``) and ``response.failed``;
+- values of the wrong shape where the chunk format has an object or a list
+  (``choices: 5``, ``delta: "x"``, ``tool_calls: {}``, a ``finish_reason`` that is not
+  a string, a choice or tool ``index`` that is not an integer) are broken input;
+  malformed ``logprobs`` and ``usage`` are not (see ``convert``): they are dropped or
+  count as unknown, and the text stands;
+- in every case every item is closed and all text received is kept.
+
+Lone UTF-16 surrogates (a ``"\\ud800"`` escape without its pair) become U+FFFD, and
+the converter says so: a warning in ``ChatToResponses.warnings`` and on this module's
+logger.  A surrogate pair split over two deltas of one text is joined into its
+character: a high surrogate that ends a delta waits for the next one.
 
 Chat input as providers send it:
 - ``delta.content`` may be a list of parts (Mistral, Magistral): ``{"type": "text"}``
@@ -31,6 +43,7 @@ Chat input as providers send it:
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,11 +51,17 @@ from typing import Any
 import msgspec
 
 from .convert import loads, logprobs_from_chat, normalize_usage, resolve_tool, tool_index
+from .limits import LIMIT_EXCEEDED, LimitExceeded
 from .processor import ItemHandle, StreamProcessor
+from .sse_parse import has_surrogate, join_surrogates, replace_surrogates
+from .stream import TextAcc
 
 BAD_INPUT = "invalid_upstream_chunk"
 UNSUPPORTED_N = "unsupported_n"
 UPSTREAM_ERROR = "upstream_error"
+EMPTY_INPUT = "empty_input"  # not a single chat chunk came
+LONE_SURROGATE = "the input held a lone UTF-16 surrogate (without its pair); it is U+FFFD"
+_log = logging.getLogger(__name__)
 # finish_reason values outside the OpenAI set -> completed | max_output_tokens |
 # content_filter | failed.  The spec's ``finish_reasons`` take precedence.
 EXTRA_FINISH_REASONS: dict[str, str] = {
@@ -76,15 +95,33 @@ class BadChunk(ValueError):
         self.code = code
 
 
+class InputFailure(str):
+    """A ``data:`` payload standing for a failure of the input itself, not a chunk.
+
+    ``chat_data_lines`` yields one when the SSE input cannot be read (over the
+    parser's caps); ``feed_data`` ends the stream with ``error``
+    (``code``, the text as message) and ``response.failed``.  Its text is never JSON.
+    """
+
+    code: str
+
+    def __new__(cls, message: str, code: str) -> InputFailure:
+        self = super().__new__(cls, message)
+        self.code = code
+        return self
+
+
 @dataclass
 class _Call:
     index: int
     id: str  # "" until the provider sends one
     kind: str  # "function" or "custom"
     name: str  # joined from the fragments
-    args: list[str] = field(default_factory=list)
+    args: TextAcc = field(default_factory=TextAcc)  # arguments received before the item opens
+    buffered: int = 0  # their length, counted against Limits.max_item_text_chars
     handle: ItemHandle | None = None
     closed: bool = False
+    held: str = ""  # a high surrogate ending the last arguments, waiting for its pair
 
 
 class ChatToResponses:
@@ -96,6 +133,7 @@ class ChatToResponses:
 
     def __init__(self, proc: StreamProcessor, request: Mapping[str, Any] | None = None) -> None:
         self.proc = proc
+        proc.fail_on_limit = False  # over a limit, _fail flushes the buffered calls first
         routes = proc.dialect.tables.CHAT_ROUTES
         self.fields: dict[str, Any] = routes["fields"]
         self.tool_items: dict[str, str] = routes["tool_calls"]
@@ -109,6 +147,12 @@ class ChatToResponses:
         self.finish_reason: str | None = None
         self.usage: Mapping[str, Any] | None = None
         self.done = False
+        self.seen = False  # a chunk (not only [DONE]) has come
+        self.warnings: list[str] = []  # what was repaired in the input, once per kind
+        # A high surrogate that ended the last text delta, and where it goes: it waits
+        # for the low half that may start the next delta.
+        self._held = ""
+        self._held_route: tuple[str, str] | None = None
         # The fast path (``_plain_text``): the one field routed to a message's output_text,
         # and the other delta keys whose presence needs the general path.
         plain = [k for k, r in self.fields.items() if (r["item"], r["part"]) == _PLAIN_ROUTE]
@@ -176,13 +220,21 @@ class ChatToResponses:
         """The chunk in a ``data:`` payload, or ``_HANDLED`` for ``[DONE]`` and bad JSON."""
         if self.done:
             return _HANDLED
+        if isinstance(data, InputFailure):
+            self._fail(str(data), data.code)
+            return _HANDLED
+        if not isinstance(data, str):
+            self.seen = True
+            self._fail(f"malformed chunk: a data payload must be a str, got {type(data).__name__}")
+            return _HANDLED
         if data.strip() == "[DONE]":
             self.end()
             return _HANDLED
+        self.seen = True
         try:
             return loads(data)
-        except ValueError as exc:
-            self._fail(f"malformed chunk (not JSON): {exc}")
+        except (ValueError, RecursionError) as exc:
+            self._fail(f"malformed chunk (not JSON): {exc}"[:1000])
             return _HANDLED
 
     def _plain_text(self, chunk: Any) -> str | None:
@@ -207,16 +259,17 @@ class ChatToResponses:
         if type(delta) is not dict:
             return None
         text = delta.get(self._plain_key)
-        if type(text) is not str or not text:
+        if type(text) is not str or not text or self._held or has_surrogate(text):
             return None
         if len(delta) > 1:
             for key in self._other_keys:
-                if delta.get(key):
+                if delta.get(key) not in (None, ""):
                     return None
+        index = choice.get("index", 0)
         if (
             choice.get("finish_reason") is not None
             or choice.get("logprobs")
-            or choice.get("index", 0) != 0
+            or (index is not None and (type(index) is not int or index != 0))
             or chunk.get("usage") is not None
             or self.calls
             or self.finish_reason is not None
@@ -226,6 +279,10 @@ class ChatToResponses:
             or self.proc.out
         ):
             return None
+        total = item.chars + len(text)
+        if total > self.proc.max_item_chars:
+            return None  # the general path reports the limit
+        item.chars = total
         return text
 
     def end(self) -> None:
@@ -234,9 +291,13 @@ class ChatToResponses:
             return
         if not self.proc.started:
             self.proc.start()
+        if not self.seen:
+            self._fail("the input holds no chat chunk (empty, or not a chat stream)", EMPTY_INPUT)
+            return
         self.done = True
         reason = self.finish_reasons.get(self.finish_reason or "", None)
         usage = normalize_usage(self.usage)
+        self._warn_replaced()
         if self.finish_reason is None:
             self._close_all("incomplete")
             self.proc.truncate("max_output_tokens", usage)
@@ -252,10 +313,13 @@ class ChatToResponses:
         """The general path: any chunk, good or bad."""
         if not self.proc.started:
             self.proc.start()
+        self.seen = True
         try:
             self._feed(chunk)
         except BadChunk as exc:
             self._fail(str(exc), exc.code)
+        except LimitExceeded as exc:
+            self._fail(str(exc), LIMIT_EXCEEDED)
 
     def _feed(self, chunk: Any) -> None:
         if not isinstance(chunk, Mapping):
@@ -271,22 +335,35 @@ class ChatToResponses:
             raise BadChunk("malformed chunk: missing 'choices'")
         for choice in choices:
             if not isinstance(choice, Mapping):
-                continue
+                raise BadChunk("malformed chunk: a choice is not an object")
             index = choice.get("index", 0)
+            if index is None:
+                index = 0
+            elif type(index) is not int:
+                raise BadChunk(f"malformed chunk: choice index {index!r:.40} is not an integer")
             if index == 0:
                 self._choice(choice)
                 continue
             delta = choice.get("delta")
-            if isinstance(delta, Mapping) and self._has_output(delta):
+            if delta is not None and not isinstance(delta, Mapping):
+                raise BadChunk(f"malformed chunk: 'delta' of choice {index} is not an object")
+            if delta is not None and self._has_output(delta):
                 raise BadChunk(
                     f"output on choice {index!r}: only one choice (n=1) is supported",
                     UNSUPPORTED_N,
                 )
 
     def _choice(self, choice: Mapping[str, Any]) -> None:
-        delta = choice.get("delta") or {}
-        if not isinstance(delta, Mapping):
+        delta = choice.get("delta")
+        if delta is None:
+            delta = {}
+        elif not isinstance(delta, Mapping):
             raise BadChunk("malformed chunk: 'delta' is not an object")
+        reason = choice.get("finish_reason")
+        if reason == "":  # some servers send "" on every chunk until the last
+            reason = None
+        elif reason is not None and not isinstance(reason, str):
+            raise BadChunk(f"malformed chunk: finish_reason {reason!r:.40} is not a string")
         if self.finish_reason is not None and self._has_output(delta):
             raise BadChunk(f"delta after finish_reason {self.finish_reason!r}")
         routed: set[tuple[str, str]] = set()
@@ -303,20 +380,19 @@ class ChatToResponses:
                 routed.add(target)
                 self._parts(key, text, choice)
         calls = delta.get("tool_calls")
-        if calls:
+        if calls is not None:
             if not isinstance(calls, list):
                 raise BadChunk("malformed chunk: 'tool_calls' is not a list")
             for fragment in calls:
                 self._tool_fragment(fragment)
-        reason = choice.get("finish_reason")
         if reason is not None:
             if reason not in self.finish_reasons:
                 if isinstance(reason, str) and reason.lower() in self.finish_reasons:
                     reason = reason.lower()
                 else:
-                    raise BadChunk(f"unknown finish_reason {reason!r}")
+                    raise BadChunk(f"unknown finish_reason {reason!r:.100}")
             if self.finish_reasons[reason] == "failed":
-                raise BadChunk(f"upstream finish_reason {reason!r}", UPSTREAM_ERROR)
+                raise BadChunk(f"upstream finish_reason {reason!r:.100}", UPSTREAM_ERROR)
             self.finish_reason = reason
             status = "completed" if self.finish_reasons[reason] == "completed" else "incomplete"
             self._close_all(status)
@@ -328,7 +404,8 @@ class ChatToResponses:
                 return True
             if isinstance(value, list) and any(text for _, text in self._split(key, value)):
                 return True
-        return bool(delta.get("tool_calls"))
+        calls = delta.get("tool_calls")
+        return calls is not None and calls != []
 
     def _split(self, key: str, parts: list[Any]) -> list[tuple[str, str]]:
         """A list-valued field as (field, text) pairs: thinking parts go to reasoning."""
@@ -362,6 +439,11 @@ class ChatToResponses:
                 self._text(route["item"], route["part"], text, [])
 
     def _text(self, item_type: str, part: str, text: str, logprobs: list[Any]) -> None:
+        if self._held_route is not None and self._held_route != (item_type, part):
+            self._flush_text()
+        if self._held or has_surrogate(text):
+            # A high surrogate held back still opens its part: its U+FFFD may go there.
+            text = self._clean_text(text, (item_type, part))
         if self.calls:
             self._close_calls("completed")
         item = self.item
@@ -369,10 +451,52 @@ class ChatToResponses:
             item = self.item = self.proc.open(item_type)
         if item.part_kind != part:
             item.part(part)
+        if not text:
+            return
         if part == "output_text":
             item.text(text, logprobs=self._logprobs(logprobs))
         else:
             item.text(text)
+
+    # -- lone surrogates ----------------------------------------------------
+    def _clean(self, held: str, text: str) -> tuple[str, str]:
+        """(what can be sent, the high surrogate to hold) for ``held + text``."""
+        text = join_surrogates(held + text)
+        keep = ""
+        if "\ud800" <= text[-1:] <= "\udbff":
+            text, keep = text[:-1], text[-1]
+        fixed = replace_surrogates(text)
+        if fixed != text:
+            self._warn(LONE_SURROGATE)
+        return fixed, keep
+
+    def _clean_text(self, text: str, route: tuple[str, str]) -> str:
+        text, self._held = self._clean(self._held, text)
+        self._held_route = route if self._held else None
+        return text
+
+    def _flush_text(self) -> None:
+        """A held high surrogate whose pair did not come: U+FFFD, in its own part."""
+        if not self._held:
+            self._held_route = None
+            return
+        self._held = ""
+        route, self._held_route = self._held_route, None
+        item = self.item
+        self._warn(LONE_SURROGATE)
+        if item is not None and not item.closed and route == (item.type, item.part_kind):
+            item.text("\ufffd")
+
+    def _warn(self, message: str) -> None:
+        """Report a repair of the input once: in ``warnings`` and on the module logger."""
+        if message not in self.warnings:
+            self.warnings.append(message)
+            _log.warning("from-chat: %s", message)
+
+    def _warn_replaced(self) -> None:
+        """Lone surrogates the processor replaced (in names, ids, messages) are warned too."""
+        if self.proc.replaced_surrogates:
+            self._warn(LONE_SURROGATE)
 
     def _logprobs(self, logprobs: list[Any]) -> Any:
         if not logprobs:
@@ -382,25 +506,45 @@ class ChatToResponses:
 
     # -- tool calls ---------------------------------------------------------
     def _tool_fragment(self, fragment: Any) -> None:
-        if not isinstance(fragment, Mapping) or not isinstance(fragment.get("index"), int | None):
-            raise BadChunk("malformed tool call fragment")
+        if not isinstance(fragment, Mapping):
+            raise BadChunk("malformed tool call fragment: not an object")
         index = fragment.get("index")
+        if index is not None and type(index) is not int:
+            raise BadChunk(f"malformed tool call fragment: index {index!r:.40} is not an integer")
         call_id = fragment.get("id")
+        if call_id is not None and not isinstance(call_id, str | int) or isinstance(call_id, bool):
+            raise BadChunk(f"malformed tool call fragment: id {call_id!r:.40} is not a string")
         if index is None:
             index = self._implicit_index(call_id)
-        fn = fragment.get("function") or fragment.get("custom") or {}
-        name = fn.get("name") if isinstance(fn, Mapping) else None
-        args = fn.get("arguments", fn.get("input")) if isinstance(fn, Mapping) else None
+        fn = fragment.get("function")
+        if fn is None:
+            fn = fragment.get("custom")
+        if fn is None:
+            fn = {}
+        if not isinstance(fn, Mapping):
+            raise BadChunk(
+                f"malformed tool call fragment: 'function' is not an object ({fn!r:.40})"
+            )
+        name = fn.get("name")
+        if name is not None and not isinstance(name, str):
+            raise BadChunk(f"malformed tool call fragment: name {name!r:.40} is not a string")
+        args = fn.get("arguments", fn.get("input"))
         if args is not None and not isinstance(args, str):
-            args = json.dumps(args, separators=(",", ":"), ensure_ascii=False)
+            try:
+                args = json.dumps(args, separators=(",", ":"), ensure_ascii=False)
+            except (TypeError, ValueError, RecursionError):
+                raise BadChunk("malformed tool call fragment: arguments are not JSON") from None
         call = self.calls.get(index)
         if call is None:
             if not call_id and not name:
                 raise BadChunk(f"tool call fragment for new index {index} has no id and no name")
+            self._flush_text()
             if self.item is not None and not self.item.closed:
                 self.item.close("completed")
             if self.live is not None and self.live.handle is None:
                 self._go_live(self.live)  # another index: the live call's name is complete
+            # Room for every call not yet opened: _fail and end open them all.
+            self.proc.reserve_items(1 + sum(c.handle is None for c in self.calls.values()))
             kind = "custom" if fragment.get("type") == "custom" else "function"
             call = self.calls[index] = _Call(index, "", kind, "")
             if self.live is None:
@@ -414,13 +558,21 @@ class ChatToResponses:
                 raise BadChunk(f"tool call {index}: name {name!r} after its item was opened")
             # A cumulative resend replaces the name; anything else continues it.
             call.name = name if name.startswith(call.name) else call.name + name
+        if isinstance(args, str) and args and (call.held or has_surrogate(args)):
+            args, call.held = self._clean(call.held, args)
         if isinstance(args, str) and args:
-            call.args.append(args)
-            if call is self.live:
-                if call.handle is not None:
-                    call.handle.delta(args)
-                elif call.id and call.name:
-                    self._go_live(call)
+            if call.handle is not None:  # the live call: stream it
+                call.handle.delta(args)
+                return
+            if call.buffered + len(args) > self.proc.max_item_chars:
+                self.proc.over_limit(
+                    "max_item_text_chars",
+                    f"tool call {index}: arguments of {call.buffered + len(args)} characters",
+                )
+            call.args.add(args)
+            call.buffered += len(args)
+            if call is self.live and call.id and call.name:
+                self._go_live(call)
 
     def _implicit_index(self, call_id: Any) -> int:
         """An index for servers that leave it out: by call id, or the latest call."""
@@ -441,7 +593,8 @@ class ChatToResponses:
             fields["namespace"] = tool.namespace
         call.handle = self.proc.open(item_type, **fields)
         self.live = call
-        for piece in call.args:
+        pieces, call.args = call.args.pieces(), TextAcc()
+        for piece in pieces:
             call.handle.delta(piece)
 
     def _close_calls(self, status: str) -> None:
@@ -452,16 +605,25 @@ class ChatToResponses:
             if call.handle is None:
                 self._go_live(call)
             assert call.handle is not None
+            if call.held:  # a high surrogate whose pair did not come
+                call.held = ""
+                self._warn(LONE_SURROGATE)
+                call.handle.delta("\ufffd")
             call.handle.close(status)
             call.closed = True
         self.live = None
 
     def _close_all(self, status: str) -> None:
+        self._flush_text()
         if self.item is not None and not self.item.closed:
             self.item.close(status)
         self._close_calls(status)
 
     def _fail(self, message: str, code: str = BAD_INPUT) -> None:
         self.done = True
-        self._close_all("incomplete")
+        try:
+            self._close_all("incomplete")
+        except LimitExceeded:  # a held surrogate's U+FFFD did not fit: the stream fails anyway
+            pass
+        self._warn_replaced()
         self.proc.fail(message, code=code, usage=normalize_usage(self.usage))

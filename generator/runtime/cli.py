@@ -1,16 +1,35 @@
-"""``python -m responses_stream from-chat`` and friends."""
+"""``python -m responses_stream from-chat`` and friends.
+
+Exit codes (the README's "Exit codes" lists them):
+
+* ``0``: the stream written is complete (``response.completed`` or
+  ``response.incomplete``; for ``to-chat`` a chat stream without an error
+  chunk; for ``validate`` no error);
+* ``1``: ``validate`` found violations of severity error;
+* ``2``: usage errors and unreadable input: a missing or unreadable file, a
+  ``--request`` that is not a JSON object, or ``from-chat`` input without a
+  single chat chunk (empty, or not SSE);
+* ``3``: the stream written ends ``response.failed`` (``from-chat``) or with an
+  error chunk (``to-chat``): it is complete and valid, but reports a failure;
+* ``70``: an internal error (a bug), reported in one line;
+* ``130``: interrupted (Ctrl-C); ``141``: the output was closed (a pipe into
+  ``head``).
+
+No traceback reaches the user: each of these is one line on stderr.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 from .api import chat_data_lines, sse_from_chat
-from .sse_parse import parse_sse
-from .to_chat import chat_sse_from_responses
+from .to_chat import chat_sse_from_sse
 from .validate import ERROR, HYGIENE, RULES, StreamValidator
 
 REASONING_MODES = {
@@ -21,26 +40,68 @@ REASONING_MODES = {
 }
 
 
+OK = 0
+VIOLATIONS = 1
+USAGE = 2
+FAILED = 3
+INTERNAL = 70
+INTERRUPTED = 130
+BROKEN_PIPE = 141
+PROG = "python -m responses_stream"
+
+
+class UsageError(Exception):
+    """A usage error or unreadable input: one line on stderr, exit code 2."""
+
+
 def _request(path: Path | None) -> dict[str, Any] | None:
     if path is None:
         return None
-    data = json.loads(path.read_text(encoding="utf-8"))
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"cannot read --request {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise UsageError(f"--request {path} is not UTF-8 text") from None
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise UsageError(f"--request {path} is not JSON: {exc}") from None
     if not isinstance(data, dict):
-        raise SystemExit(f"{path}: the request must be a JSON object")
+        raise UsageError(f"--request {path}: the request must be a JSON object")
     return data
+
+
+class _Counted:
+    """An iterator that counts what passes through it."""
+
+    def __init__(self, items: Iterable[str]) -> None:
+        self._items = iter(items)
+        self.count = 0
+
+    def __iter__(self) -> Iterator[str]:
+        for item in self._items:
+            self.count += 1
+            yield item
 
 
 def cmd_from_chat(args: argparse.Namespace) -> int:
     request = _request(args.request)
     model = args.model or (request or {}).get("model")
     stdin = (line.decode("utf-8", "replace") for line in sys.stdin.buffer)
+    chunks = _Counted(chat_data_lines(stdin))
     out = sys.stdout.buffer
-    for frame in sse_from_chat(
-        chat_data_lines(stdin), dialect=args.dialect, request=request, model=model
-    ):
+    failed = False
+    for frame in sse_from_chat(chunks, dialect=args.dialect, request=request, model=model):
+        failed = failed or b"event: response.failed\n" in frame
         out.write(frame)
         out.flush()
-    return 0
+    if chunks.count == 0:
+        print(
+            f"{PROG} from-chat: the input holds no chat chunk (empty, or not SSE)", file=sys.stderr
+        )
+        return USAGE
+    return FAILED if failed else OK
 
 
 def _read(name: str) -> bytes:
@@ -58,16 +119,13 @@ def cmd_validate(args: argparse.Namespace) -> int:
             print(f"{rule:<26} {severity:<8} {meaning}{mark}")
         return 0
     if args.file is None:
-        print("validate: give a FILE, or - for stdin", file=sys.stderr)
-        return 2
+        raise UsageError("validate: give a FILE, or - for stdin")
     try:
         data = _read(args.file)
     except OSError as exc:
-        print(f"cannot read {args.file}: {exc.strerror or exc}", file=sys.stderr)
-        return 2
+        raise UsageError(f"cannot read {args.file}: {exc.strerror or exc}") from None
     validator = StreamValidator(args.dialect, strict=args.strict)
-    for message in parse_sse([data]):
-        validator.feed_raw(message.data, message.event)
+    validator.feed_sse([data])  # a line or event over the parser's caps is SSE_LIMIT
     violations = validator.finish()
     errors = [v for v in violations if v.severity == ERROR]
     if args.json:
@@ -88,25 +146,58 @@ def cmd_validate(args: argparse.Namespace) -> int:
             f"{len(violations) - len(errors)} warnings",
             file=sys.stderr,
         )
-    return 0 if not errors else 1
+    return OK if not errors else VIOLATIONS
 
 
 def cmd_to_chat(args: argparse.Namespace) -> int:
-    messages = parse_sse(sys.stdin.buffer)
     out = sys.stdout.buffer
-    for frame in chat_sse_from_responses(
-        (m.data for m in messages),
+    failed = False
+    for frame in chat_sse_from_sse(  # input over the parser's caps ends with an error chunk
+        sys.stdin.buffer,
         reasoning=REASONING_MODES[args.reasoning],  # type: ignore[arg-type]
         include_usage=args.include_usage,
         dialect=args.dialect,
     ):
+        failed = failed or frame.startswith(b'data: {"error"')
         out.write(frame)
         out.flush()
-    return 0
+    return FAILED if failed else OK
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m responses_stream")
+    """Run one subcommand; every failure is one line on stderr and an exit code."""
+    try:
+        return _main(argv)
+    except UsageError as exc:
+        print(f"{PROG}: {exc}", file=sys.stderr)
+        return USAGE
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return INTERRUPTED
+    except BrokenPipeError:
+        # the reader went away: say so once, and keep the interpreter's final
+        # flush of stdout from raising again
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        print(f"{PROG}: the output was closed", file=sys.stderr)
+        return BROKEN_PIPE
+    except Exception as exc:  # a bug: still one line, unless asked for the traceback
+        if os.environ.get("RESPONSES_STREAM_DEBUG"):
+            raise
+        print(
+            f"{PROG}: internal error: {type(exc).__name__}: {exc} "
+            "(set RESPONSES_STREAM_DEBUG=1 for the traceback)",
+            file=sys.stderr,
+        )
+        return INTERNAL
+
+
+def _main(argv: list[str] | None) -> int:
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        epilog="exit codes: 0 complete, 1 violations (validate), 2 usage or unreadable input, "
+        "3 the stream written ends failed, 70 internal error, 130 interrupted, 141 output closed",
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("from-chat", help="Chat Completions SSE on stdin -> Responses SSE on stdout")
     p.add_argument("--dialect", choices=["openai", "openresponses"], default="openai")

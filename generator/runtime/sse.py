@@ -1,12 +1,41 @@
-"""Server-Sent Events framing for typed events: ``event: <type>\\ndata: <json>\\n\\n``."""
+"""Server-Sent Events framing for typed events: ``event: <type>\\ndata: <json>\\n\\n``.
+
+A string holding a lone UTF-16 surrogate cannot be written as UTF-8; rather than cut
+the stream, the encoder writes such an event with each lone surrogate as U+FFFD (and a
+surrogate pair as its character), and logs a warning.  The producers replace them
+before (the processor checks every string it is given), so this is a last resort.
+"""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import msgspec
 
 DONE = b"data: [DONE]\n\n"
+_log = logging.getLogger(__name__)
+
+
+def _fix(value: Any) -> Any:
+    """``value`` (plain JSON data) with lone surrogates replaced in every string."""
+    if isinstance(value, str):
+        return value.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    if isinstance(value, dict):
+        return {_fix(k): _fix(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_fix(v) for v in value]
+    return value
+
+
+def encode_replacing(encode: Any, event: Any) -> bytes:
+    """``encode(event)``; if a string in it cannot be UTF-8, the event with it replaced."""
+    try:
+        data: bytes = encode(event)
+    except UnicodeEncodeError:
+        _log.warning("a lone UTF-16 surrogate in an event was written as U+FFFD")
+        data = encode(_fix(msgspec.to_builtins(event)))
+    return data
 
 
 class SSEEncoder:
@@ -29,7 +58,11 @@ class SSEEncoder:
         """One event as one SSE frame."""
         cls = type(event)
         prefix = self._prefix.get(cls) or self._prefix_for(cls)
-        return prefix + self._encode(event) + b"\n\n"
+        try:
+            data = self._encode(event)
+        except UnicodeEncodeError:
+            data = encode_replacing(self._encode, event)
+        return prefix + data + b"\n\n"
 
     def encode_all(self, events: list[Any]) -> bytes:
         """Several events as consecutive frames."""
@@ -41,8 +74,8 @@ class SSEEncoder:
 
 
 def to_json(event: Any) -> bytes:
-    """The JSON payload of one event or model."""
-    return msgspec.json.encode(event)
+    """The JSON payload of one event or model (lone surrogates as U+FFFD)."""
+    return encode_replacing(msgspec.json.encode, event)
 
 
 def to_builtins(event: Any) -> Any:

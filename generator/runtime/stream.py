@@ -10,6 +10,52 @@ from typing import Any
 from .errors import TransitionError
 from .ids import RandomIds
 
+COMPACT_EVERY = 256
+"""How many deltas a ``TextAcc`` holds as separate strings before joining them."""
+
+
+class TextAcc(list[str]):
+    """Text accumulated from deltas, at a few bytes per delta beyond the text itself.
+
+    Deltas are appended to the list itself (``list.append``, the hot path).  Once it
+    holds ``COMPACT_EVERY`` of them the emitter calls ``compact()``, which joins them
+    into one chunk, so a delta costs its characters plus a share of a chunk header
+    rather than a string object of its own.  ``value()`` joins the chunks once and keeps
+    the result as the only chunk: repeated snapshots share one string.
+    """
+
+    __slots__ = ("chunks",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.chunks: list[str] = []
+
+    def add(self, delta: str) -> None:
+        """Append ``delta``, compacting when due (for callers off the hot path)."""
+        self.append(delta)
+        if len(self) >= COMPACT_EVERY:
+            self.compact()
+
+    def compact(self) -> None:
+        """Join the deltas held separately into one chunk."""
+        if self:
+            self.chunks.append("".join(self))
+            self.clear()
+
+    def pieces(self) -> list[str]:
+        """The text so far as a list of strings, in order (chunks, then recent deltas)."""
+        return [*self.chunks, *self]
+
+    def value(self) -> str:
+        """The whole text."""
+        self.compact()
+        chunks = self.chunks
+        if len(chunks) > 1:
+            joined = "".join(chunks)
+            chunks.clear()
+            chunks.append(joined)
+        return chunks[0] if chunks else ""
+
 
 def now() -> int:
     """The current Unix time in whole seconds."""

@@ -40,7 +40,16 @@ out fresh ids on every event is followed by ``output_index``).  What stays an
 ``AccumulateError`` is what no reading can fold: events before the response
 is created or after the terminal event, sequence numbers that go back, events
 for items or parts that were never opened or are already closed, indexes out
-of order, payload fields of the wrong type, a closing item of another type.
+of order, payload fields of the wrong type, a closing item of another type;
+and what contradicts itself: a done text (a ``*.done`` event, a closing part
+or item) that differs from the deltas streamed for it (unless sequence
+numbers skip, which says events were lost: then the done text stands;
+``check_texts=False`` lets every done text stand), an item that closes
+``in_progress`` (but a ``function_call`` made by a program, which stays
+``in_progress`` until the program ends), a terminal output (not failed) that lacks an item
+that was streamed or puts another type in its place.  Opaque fields
+(``encrypted_content``, ``fingerprint``) are never compared, and a surrogate
+pair split over two deltas counts as the character it encodes.
 """
 
 from __future__ import annotations
@@ -51,12 +60,16 @@ from typing import Any
 
 from .dialect import Dialect
 from .processor import TERMINAL_TRANSITION, get_dialect
+from .sse_parse import has_surrogate, join_surrogates
 
 __all__ = ["AccumulateError", "ResponseAccumulator"]
 
-# (holder field, payload field, accumulator kind) / (holder field, payload field)
+# (holder field, payload field, accumulator kind), for deltas and for totals
 Delta = tuple[str, str, str]
-Total = tuple[str, str]
+Total = tuple[str, str, str]
+# where a text was streamed: (part index key or None for the item, part index, holder field)
+Place = tuple[str | None, int, str]
+OPAQUE_FIELDS = frozenset({"encrypted_content", "fingerprint"})
 
 
 class AccumulateError(ValueError):
@@ -106,7 +119,7 @@ def _folds(
         for event, pfield in spec["deltas"].items():
             deltas.setdefault(event, []).append((held, pfield, spec["kind"]))
         for event, pfield in spec["totals"].items():
-            totals.setdefault(event, []).append((held, pfield))
+            totals.setdefault(event, []).append((held, pfield, spec["kind"]))
     return deltas, totals
 
 
@@ -189,15 +202,32 @@ class _Plan:
         return str(fields[0])
 
 
+def _text(value: Any) -> Any:
+    """A text as compared with its deltas: surrogate pairs split over deltas joined."""
+    return join_surrogates(value) if isinstance(value, str) else value
+
+
 def _fold(
     target: dict[str, Any],
     deltas: Iterable[Delta],
     totals: Iterable[Total],
     payload: Mapping[str, Any],
     wire: str,
+    streamed: set[str],
+    check: bool = True,
 ) -> None:
-    """Apply an event's deltas and totals to an item or part (all checked before any is applied)."""
+    """Apply an event's deltas and totals to an item or part (all checked before any is applied).
+
+    ``streamed`` holds the target's text fields that deltas have appended to; a total for
+    one of them must be the text the deltas made, and a delta adds its field to it.
+    """
     deltas = [d for d in deltas if d[1] in payload or d[2] == "text"]
+    for held, pfield, kind in totals:
+        if check and kind == "text" and held in streamed and pfield in payload:
+            if _text(payload[pfield]) != _text(target.get(held)):
+                raise AccumulateError(
+                    f"{wire}: {pfield!r} differs from the text its deltas streamed"
+                )
     for held, pfield, kind in deltas:
         if pfield not in payload:
             raise AccumulateError(f"{wire}: missing {pfield!r}")
@@ -212,13 +242,15 @@ def _fold(
     for held, pfield, kind in deltas:
         value = payload[pfield]
         if kind == "text":
-            target[held] = (target.get(held) or "") + value
+            text = (target.get(held) or "") + value
+            target[held] = join_surrogates(text) if has_surrogate(value) else text
+            streamed.add(held)
         else:
             if target.get(held) is None:
                 target[held] = []
             if value != []:
                 target[held].extend(copy.deepcopy(value if isinstance(value, list) else [value]))
-    for held, pfield in totals:
+    for held, pfield, _ in totals:
         if pfield in payload:
             target[held] = copy.deepcopy(payload[pfield])
 
@@ -228,6 +260,10 @@ def _index(payload: Mapping[str, Any], key: str, wire: str) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or value < 0:
         raise AccumulateError(f"{wire}: {key!r} must be a non-negative integer, got {value!r}")
     return value
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
 
 
 def _object(payload: Mapping[str, Any], key: str, wire: str) -> dict[str, Any]:
@@ -247,8 +283,9 @@ class ResponseAccumulator:
     the stream is broken: the snapshot no longer describes it.
     """
 
-    def __init__(self, dialect: Dialect | str = "openai") -> None:
+    def __init__(self, dialect: Dialect | str = "openai", *, check_texts: bool = True) -> None:
         self.dialect = get_dialect(dialect)
+        self.check_texts = check_texts
         self._plan = _Plan(self.dialect)
         self._state: str = self._plan.envelope["initial"]
         self._snapshot: dict[str, Any] = {}
@@ -257,9 +294,12 @@ class ResponseAccumulator:
         self._pos: dict[int, int] = {}  # output_index -> position in the output list
         self._closed: set[int] = set()  # closed output positions
         self._closed_parts: set[tuple[int, str, int]] = set()  # (output position, key, index)
+        # output position -> where deltas streamed text -> the slot of that part (None: item)
+        self._streamed: dict[int, dict[Place, str | None]] = {}
         self._final: dict[str, Any] | None = None
         self._terminal: str | None = None
         self._last_seq: int | None = None
+        self._lost = False  # sequence numbers skipped: deltas may be missing
 
     # -- results ----------------------------------------------------------------
     @property
@@ -289,7 +329,16 @@ class ResponseAccumulator:
         return self._snapshot
 
     def feed(self, payload: Mapping[str, Any]) -> dict[str, Any]:
-        """Fold one event payload; the snapshot after it."""
+        """Fold one event payload; the snapshot after it.
+
+        Raises ``AccumulateError``, and nothing else, on any JSON value.
+        """
+        try:
+            return self._feed(payload)
+        except RecursionError:
+            raise AccumulateError("the payload is nested too deeply to fold") from None
+
+    def _feed(self, payload: Mapping[str, Any]) -> dict[str, Any]:
         if not isinstance(payload, Mapping) or not isinstance(payload.get("type"), str):
             raise AccumulateError("an event must be a JSON object with a string 'type'")
         wire: str = payload["type"]
@@ -304,6 +353,8 @@ class ResponseAccumulator:
                 raise AccumulateError(
                     f"{wire}: sequence_number {seq} does not follow {self._last_seq}"
                 )
+            if self._last_seq is not None and seq > self._last_seq + 1:
+                self._lost = True
         if name is None:  # an event type the dialect does not know passes through
             if not self._snapshot:
                 raise AccumulateError(f"{wire} before the response was created")
@@ -314,6 +365,11 @@ class ResponseAccumulator:
         if seq is not None:
             self._last_seq = seq
         return self._snapshot
+
+    @property
+    def _checking(self) -> bool:
+        """Whether done texts must match their deltas: asked for, and no event was lost."""
+        return self.check_texts and not self._lost
 
     # -- envelope ---------------------------------------------------------------
     def _moves(self, name: str) -> list[str]:
@@ -362,6 +418,9 @@ class ResponseAccumulator:
                 still_open = [i for i in range(len(self._output)) if i not in self._closed]
                 if still_open and new.get("status") == "completed":
                     raise AccumulateError(f"{wire}: output items {still_open} were never closed")
+                if output is not None and new.get("status") != "failed":
+                    # a failed response may leave out what it had streamed
+                    self._check_terminal_output(wire, output)
                 if output is None:
                     new["output"] = copy.deepcopy(self._output)
                 self._final = new
@@ -372,6 +431,7 @@ class ResponseAccumulator:
                 self._output = new["output"]
                 self._types = [self._plan.item_kinds.get(str(i.get("type"))) for i in output]
                 self._pos = {i: i for i in range(len(output))}
+                self._streamed = {}
                 self._closed = {i for i in self._closed if i < len(output)} | {
                     i for i, item in enumerate(output) if item.get("status") in TERMINAL_TRANSITION
                 }
@@ -385,6 +445,20 @@ class ResponseAccumulator:
             self._final = self._snapshot
             self._terminal = wire
         self._state = target
+
+    def _check_terminal_output(self, wire: str, output: list[Any]) -> None:
+        """The terminal output holds every item streamed, each at its place, of its type."""
+        if len(output) < len(self._output):
+            raise AccumulateError(
+                f"{wire}: the output has {len(output)} items, but {len(self._output)} were streamed"
+            )
+        for i, item in enumerate(self._output):
+            final = output[i]
+            if not isinstance(final, Mapping) or final.get("type") != item.get("type"):
+                got = final.get("type") if isinstance(final, Mapping) else type(final).__name__
+                raise AccumulateError(
+                    f"{wire}: output[{i}] is {got!r}, but a {item.get('type')!r} was streamed there"
+                )
 
     # -- items ------------------------------------------------------------------
     def _item_event(self, name: str, wire: str, payload: Mapping[str, Any]) -> None:
@@ -416,8 +490,13 @@ class ResponseAccumulator:
             self._part_event(name, wire, index, item, item_type, kinds, payload)
             return
         if name not in ip.events:
-            raise AccumulateError(f"{wire} does not apply to a {item['type']} item")
-        _fold(item, ip.deltas.get(name, ()), ip.totals.get(name, ()), payload, wire)
+            raise AccumulateError(f"{wire} does not apply to a {item.get('type')} item")
+        places = self._streamed.setdefault(index, {})
+        streamed = {held for (key, _, held) in places if key is None}
+        deltas, totals = ip.deltas.get(name, ()), ip.totals.get(name, ())
+        _fold(item, deltas, totals, payload, wire, streamed, self._checking)
+        for held in streamed:
+            places.setdefault((None, 0, held), None)
         status = ip.status.get(name)
         if status is not None:
             item["status"] = status
@@ -452,13 +531,43 @@ class ResponseAccumulator:
     ) -> None:
         done = _object(payload, self._plan.field(name), wire)
         # the type must match; the id may not (a gateway may hand out fresh ids on every event)
-        if done["type"] != item["type"]:
+        if done["type"] != item.get("type"):
             raise AccumulateError(
                 f"{wire}: {done['type']} {done.get('id')!r} does not match the "
-                f"{item['type']} {item.get('id')!r} at output_index {index}"
+                f"{item.get('type')} {item.get('id')!r} at output_index {index}"
             )
+        if self._types[index] is not None and done.get("status") == "in_progress":
+            caller = done.get("caller")
+            if not (isinstance(caller, Mapping) and caller.get("type") == "program"):
+                # only a call made by a program stays in_progress until the program ends
+                raise AccumulateError(f"{wire}: {done['type']} {done.get('id')!r} is in_progress")
+        self._check_streamed(wire, index, item, done)
         self._output[index] = done
         self._closed.add(index)
+
+    def _check_streamed(
+        self, wire: str, index: int, item: Mapping[str, Any], done: Mapping[str, Any]
+    ) -> None:
+        """Every text that deltas streamed into the item is the same in its closing item."""
+        if not self._checking:
+            return
+        for (_key, at, held), slot in self._streamed.get(index, {}).items():
+            if held in OPAQUE_FIELDS:
+                continue
+            if slot is None:
+                want, got = item.get(held), done.get(held)
+                where = repr(held)
+            else:
+                parts, final = item.get(slot), done.get(slot)
+                where = f"{slot}[{at}].{held}"
+                if not isinstance(final, list) or len(final) <= at:
+                    raise AccumulateError(f"{wire}: the closing item lacks {where}, which streamed")
+                if not isinstance(final[at], Mapping) or not isinstance(parts, list):
+                    raise AccumulateError(f"{wire}: {where} is not an object")
+                held_part = _mapping(parts[at]) if at < len(parts) else {}
+                want, got = held_part.get(held), final[at].get(held)
+            if _text(got) != _text(want):
+                raise AccumulateError(f"{wire}: {where} differs from the text its deltas streamed")
 
     # -- parts ------------------------------------------------------------------
     def _part_event(
@@ -483,7 +592,7 @@ class ResponseAccumulator:
             kind = plan.part_kinds.get(part["type"])
             if kind not in kinds:
                 raise AccumulateError(
-                    f"{wire}: a {part['type']} part cannot go in a {item['type']}"
+                    f"{wire}: a {part['type']} part cannot go in a {item.get('type')}"
                 )
             slot = ip.slots[kind]
             parts = item.get(slot)
@@ -507,17 +616,29 @@ class ResponseAccumulator:
                 f"{wire}: {key} {at} is out of range (the item has {len(parts)} {slot} parts)"
             )
         part = parts[at]
+        if not isinstance(part, dict):
+            raise AccumulateError(f"{wire}: the part at {key} {at} is not an object")
         kind = plan.part_kinds.get(str(part.get("type")))
         if kind not in kinds:
             raise AccumulateError(f"{wire} does not apply to the {part.get('type')} part at {at}")
         if (index, key, at) in self._closed_parts:
             raise AccumulateError(f"{wire}: part {key}={at} of output item {index} is done")
+        places = self._streamed.setdefault(index, {})
         if name in plan.part_close:
             done = _object(payload, plan.field(name), wire)
-            if done["type"] != part["type"]:
-                raise AccumulateError(f"{wire}: a {done['type']} part closes a {part['type']}")
+            if done["type"] != part.get("type"):
+                raise AccumulateError(f"{wire}: a {done['type']} part closes a {part.get('type')}")
+            for k, i, held in places if self._checking else ():
+                if k == key and i == at and _text(done.get(held)) != _text(part.get(held)):
+                    raise AccumulateError(
+                        f"{wire}: the part's {held!r} differs from the text its deltas streamed"
+                    )
             parts[at] = done
             self._closed_parts.add((index, key, at))
             return
         pp = plan.parts[kind]
-        _fold(part, pp.deltas.get(name, ()), pp.totals.get(name, ()), payload, wire)
+        streamed = {held for (k, i, held) in places if k == key and i == at}
+        deltas, totals = pp.deltas.get(name, ()), pp.totals.get(name, ())
+        _fold(part, deltas, totals, payload, wire, streamed, self._checking)
+        for held in streamed:
+            places.setdefault((key, at, held), slot)

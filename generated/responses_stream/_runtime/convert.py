@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -26,17 +27,38 @@ def loads(text: str) -> Any:
         return json.loads(text)
 
 
+MAX_TOKENS = 2**63 - 1  # the largest count a 64-bit consumer can hold
+
+
 def _int(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+    """A token count: a non-negative int (or integral float) up to ``MAX_TOKENS``, else 0."""
+    if type(value) is float and value.is_integer():
+        value = int(value)
+    if type(value) is not int or value < 0 or value > MAX_TOKENS:
+        return 0
+    return value
+
+
+def _map(value: Any) -> Mapping[str, Any]:
+    """``value`` if it is a mapping, else an empty one (usage details of the wrong shape)."""
+    return value if isinstance(value, Mapping) else {}
+
+
+def _total(value: Any, inp: int, out: int) -> int:
+    return _int(value) or min(inp + out, MAX_TOKENS)
 
 
 def usage_from_chat(usage: Mapping[str, Any] | None) -> dict[str, Any]:
-    """Chat ``usage`` as Responses usage, every detail present, zero where unknown."""
-    u = usage or {}
-    prompt = u.get("prompt_tokens_details") or {}
-    completion = u.get("completion_tokens_details") or {}
+    """Chat ``usage`` as Responses usage, every detail present, zero where unknown.
+
+    Anything of the wrong shape counts as unknown: details that are not objects, counts
+    that are not non-negative integers (``-1``, ``"5"``, ``NaN``) or do not fit 64 bits.
+    """
+    u = _map(usage)
+    prompt = _map(u.get("prompt_tokens_details"))
+    completion = _map(u.get("completion_tokens_details"))
     inp, out = _int(u.get("prompt_tokens")), _int(u.get("completion_tokens"))
-    total = _int(u.get("total_tokens")) or inp + out
+    total = _total(u.get("total_tokens"), inp, out)
     return {
         "input_tokens": inp,
         "input_tokens_details": {
@@ -53,11 +75,11 @@ def usage_from_chat(usage: Mapping[str, Any] | None) -> dict[str, Any]:
 
 def normalize_usage(usage: Mapping[str, Any] | None) -> dict[str, Any]:
     """Usage in either the Responses or the chat shape, as complete Responses usage."""
-    u = usage or {}
+    u = _map(usage)
     if "input_tokens" not in u and "output_tokens" not in u:
         return usage_from_chat(u)
-    inp = u.get("input_tokens_details") or {}
-    out = u.get("output_tokens_details") or {}
+    inp = _map(u.get("input_tokens_details"))
+    out = _map(u.get("output_tokens_details"))
     i, o = _int(u.get("input_tokens")), _int(u.get("output_tokens"))
     return {
         "input_tokens": i,
@@ -67,38 +89,65 @@ def normalize_usage(usage: Mapping[str, Any] | None) -> dict[str, Any]:
         },
         "output_tokens": o,
         "output_tokens_details": {"reasoning_tokens": _int(out.get("reasoning_tokens"))},
-        "total_tokens": _int(u.get("total_tokens")) or i + o,
+        "total_tokens": _total(u.get("total_tokens"), i, o),
     }
 
 
 def _bytes(value: Any) -> list[int]:
-    return [b for b in value if isinstance(b, int)] if isinstance(value, list) else []
-
-
-def logprobs_from_chat(logprobs: Mapping[str, Any] | None) -> list[dict[str, Any]]:
-    """A chat choice's ``logprobs.content`` as Responses ``Logprob`` objects."""
-    if not logprobs:
+    """A token's UTF-8 bytes: the ints 0-255 of a list; anything else is left out."""
+    if not isinstance(value, list):
         return []
+    return [b for b in value if type(b) is int and 0 <= b <= 255]
+
+
+LOGPROB_FLOOR = -9999.0
+"""What a ``-Infinity`` logprob becomes: the floor OpenAI itself reports."""
+
+
+def _logprob(value: Any) -> float | None:
+    """A finite logprob, ``-Infinity`` as ``LOGPROB_FLOOR``; None for anything else."""
+    if type(value) is int:
+        value = float(value) if abs(value) < 2**53 else None
+    if type(value) is not float or math.isnan(value) or value == math.inf:
+        return None
+    return LOGPROB_FLOOR if value == -math.inf else value
+
+
+def _token(tok: Mapping[str, Any]) -> dict[str, Any] | None:
+    logprob = _logprob(tok.get("logprob"))
+    token = tok.get("token")
+    if logprob is None or not isinstance(token, str):
+        return None
+    return {"token": token, "logprob": logprob, "bytes": _bytes(tok.get("bytes"))}
+
+
+def logprobs_from_chat(logprobs: Any) -> list[dict[str, Any]]:
+    """A chat choice's ``logprobs.content`` as Responses ``Logprob`` objects.
+
+    Malformed logprobs never fail the stream (the text they annotate is what matters):
+    a ``logprobs`` or ``content`` of the wrong shape gives none, and a token entry (or a
+    ``top_logprobs`` entry) that is not an object, whose ``token`` is not a string or
+    whose ``logprob`` is not a number (a string, ``NaN``, ``+Infinity``) is left out;
+    ``-Infinity`` becomes ``LOGPROB_FLOOR``.  Bytes outside 0-255 are left out.
+    """
+    if not isinstance(logprobs, Mapping):
+        return []
+    content = logprobs.get("content")
     out = []
-    for tok in logprobs.get("content") or []:
-        if not isinstance(tok, Mapping):
+    for tok in content if isinstance(content, list) else []:
+        entry = _token(tok) if isinstance(tok, Mapping) else None
+        if entry is None:
             continue
-        out.append(
-            {
-                "token": str(tok.get("token", "")),
-                "logprob": float(tok.get("logprob", 0.0)),
-                "bytes": _bytes(tok.get("bytes")),
-                "top_logprobs": [
-                    {
-                        "token": str(t.get("token", "")),
-                        "logprob": float(t.get("logprob", 0.0)),
-                        "bytes": _bytes(t.get("bytes")),
-                    }
-                    for t in tok.get("top_logprobs") or []
-                    if isinstance(t, Mapping)
-                ],
-            }
-        )
+        top = tok.get("top_logprobs")
+        entry["top_logprobs"] = [
+            t
+            for t in (
+                _token(t) if isinstance(t, Mapping) else None
+                for t in (top if isinstance(top, list) else [])
+            )
+            if t is not None
+        ]
+        out.append(entry)
     return out
 
 
@@ -135,14 +184,16 @@ class Tool:
 def tool_index(request: Mapping[str, Any] | None) -> dict[str, Tool]:
     """Called name -> tool.  Namespaced tools are called as ``namespace.name``."""
     out: dict[str, Tool] = {}
-    for tool in (request or {}).get("tools") or []:
+    tools = request.get("tools") if isinstance(request, Mapping) else None
+    for tool in tools if isinstance(tools, list) else []:
         if not isinstance(tool, Mapping):
             continue
         kind = tool.get("type")
         if kind in ("function", "custom") and isinstance(tool.get("name"), str):
             out[tool["name"]] = Tool(kind, tool["name"])
         elif kind == "namespace" and isinstance(tool.get("name"), str):
-            for sub in tool.get("tools") or []:
+            subs = tool.get("tools")
+            for sub in subs if isinstance(subs, list) else []:
                 if isinstance(sub, Mapping) and isinstance(sub.get("name"), str):
                     sub_kind = "custom" if sub.get("type") == "custom" else "function"
                     called = f"{tool['name']}.{sub['name']}"

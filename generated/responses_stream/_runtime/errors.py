@@ -20,3 +20,14 @@ class TransitionError(RuntimeError):
         super().__init__(
             f"{machine}: cannot {transition!r} in state {state!r} (allowed from: {where})"
         )
+
+
+class ProcessorError(RuntimeError):
+    """A misuse of the direct API (``StreamProcessor`` / ``ItemHandle``).
+
+    Raised before anything is emitted or any state changes: a delta for an item
+    that is not open, an unknown item type, transition or parameter, a value
+    that strict clients would reject on the wire (a non-string ``id``, a junk
+    annotation, ``usage=5``...), anything after the terminal event.  The stream
+    stays endable: ``fail()`` (or ``finish()`` where legal) still ends it.
+    """

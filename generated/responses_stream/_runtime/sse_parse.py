@@ -5,11 +5,17 @@ Bytes may arrive split anywhere, even inside a UTF-8 character or between the CR
 of one line break.  Lines are split with ``str`` methods on the decoded buffer, so cost is
 per line, not per byte.  Unlike the WHATWG algorithm, an event left unterminated at the end
 of the stream is still dispatched by :meth:`SSEParser.close`.
+
+Bytes that are not UTF-8 become U+FFFD, never an error.  What one stream may make the
+parser hold is capped: ``max_line_bytes`` (one line, comments included) and
+``max_event_bytes`` (the ``data`` of one event, all its lines), counted in UTF-8 bytes of
+the decoded text; going over raises :class:`SSELimitError`.  ``None`` lifts a cap.
 """
 
 from __future__ import annotations
 
 import codecs
+import re
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -17,6 +23,37 @@ from typing import Any
 from .convert import loads
 
 DONE_DATA = "[DONE]"
+MIB = 1024 * 1024
+DEFAULT_MAX_LINE_BYTES = 16 * MIB
+"""The longest line :class:`SSEParser` accepts by default (16 MiB)."""
+DEFAULT_MAX_EVENT_BYTES = 16 * MIB
+"""The largest event (its ``data`` lines joined) :class:`SSEParser` accepts by default (16 MiB)."""
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def has_surrogate(text: str) -> bool:
+    """Whether ``text`` holds a UTF-16 surrogate code point (as a ``\\ud800`` escape decodes)."""
+    return not text.isascii() and _SURROGATE.search(text) is not None
+
+
+def join_surrogates(text: str) -> str:
+    """``text`` with each high + low surrogate pair made the one character it encodes.
+
+    A pair split over two JSON strings (two deltas) decodes to two lone surrogates; joined
+    they are the character again.  Surrogates without their pair are kept.
+    """
+    if not has_surrogate(text):
+        return text
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
+
+
+def replace_surrogates(text: str) -> str:
+    """``text`` with pairs joined and every lone surrogate replaced by U+FFFD."""
+    if not has_surrogate(text):
+        return text
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,26 +87,80 @@ class SSEDecodeError(ValueError):
         )
 
 
+class SSELimitError(ValueError):
+    """An event stream went over one of its parser's caps.
+
+    ``limit`` is ``"max_line_bytes"`` or ``"max_event_bytes"``, ``value`` the cap and
+    ``size`` the size reached (UTF-8 bytes, at least ``value + 1``).  The parser has
+    dropped what it held and starts afresh; the stream itself is broken.
+    """
+
+    def __init__(self, limit: str, value: int, size: int) -> None:
+        self.limit = limit
+        self.value = value
+        self.size = size
+        what = "a line" if limit == "max_line_bytes" else "an event's data"
+        super().__init__(f"SSE input: {what} exceeds {limit}={value} ({size} bytes or more)")
+
+
+def _cap(name: str, value: int | None) -> int | None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise ValueError(f"{name} must be a positive int or None, got {value!r}")
+    return value
+
+
+def _size(text: str) -> int:
+    """The UTF-8 length of decoded text (which holds no surrogates)."""
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+
+
 class SSEParser:
     """Turns chunks of an event stream into :class:`SSEMessage` values as they complete.
 
     ``feed`` returns the messages completed by a chunk; ``close`` ends the stream, dispatches
-    a final event that lacks its blank line and resets the parser for reuse.
+    a final event that lacks its blank line and resets the parser for reuse.  Both raise
+    :class:`SSELimitError` when a line is longer than ``max_line_bytes`` or an event's data
+    larger than ``max_event_bytes`` (``None``: no cap).
     """
 
-    __slots__ = ("_data", "_decoder", "_event", "_id", "_pending", "_skip_lf", "_start")
+    __slots__ = (
+        "_data",
+        "_data_size",
+        "_decoder",
+        "_event",
+        "_id",
+        "_pending",
+        "_pending_size",
+        "_skip_lf",
+        "_start",
+        "max_event_bytes",
+        "max_line_bytes",
+    )
 
-    def __init__(self) -> None:
+    def __init__(
+        self,
+        *,
+        max_line_bytes: int | None = DEFAULT_MAX_LINE_BYTES,
+        max_event_bytes: int | None = DEFAULT_MAX_EVENT_BYTES,
+    ) -> None:
+        self.max_line_bytes = _cap("max_line_bytes", max_line_bytes)
+        self.max_event_bytes = _cap("max_event_bytes", max_event_bytes)
         self._reset()
 
     def _reset(self) -> None:
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self._pending: list[str] = []  # text of the current, unterminated line
+        self._pending_size = 0  # its UTF-8 length
         self._skip_lf = False  # the last text ended with CR: drop one LF at the next start
         self._start = True  # no text decoded yet: a BOM may still come
         self._data: list[str] = []
+        self._data_size = 0  # UTF-8 length of the data joined so far
         self._event: str | None = None
         self._id: str | None = None  # the last event id persists across events
+
+    def _over(self, limit: str, value: int, size: int) -> SSELimitError:
+        self._reset()
+        return SSELimitError(limit, value, size)
 
     def feed(self, data: bytes) -> list[SSEMessage]:
         """Parse one chunk; return the messages it completes."""
@@ -102,23 +193,39 @@ class SSEParser:
                 text = text[1:]
         if "\n" not in text and "\r" not in text:
             if text:
-                self._pending.append(text)
+                self._hold(text)
             return
         if self._pending:
             self._pending.append(text)
             text = "".join(self._pending)
             self._pending = []
+            self._pending_size = 0
         if "\r" in text:
             self._skip_lf = text[-1] == "\r"
             text = text.replace("\r\n", "\n").replace("\r", "\n")
         lines = text.split("\n")
         tail = lines.pop()
-        if tail:
-            self._pending.append(tail)
         self._lines(lines, out)
+        if tail:
+            self._hold(tail)
+
+    def _hold(self, text: str) -> None:
+        """Keep ``text`` as the start (or more) of a line still unterminated."""
+        self._pending.append(text)
+        cap = self.max_line_bytes
+        if cap is not None:
+            self._pending_size += _size(text)
+            if self._pending_size > cap:
+                raise self._over("max_line_bytes", cap, self._pending_size)
 
     def _lines(self, lines: list[str], out: list[SSEMessage]) -> None:
+        line_cap = self.max_line_bytes
+        event_cap = self.max_event_bytes
         for line in lines:
+            if line_cap is not None and len(line) > line_cap // 4:
+                size = _size(line)
+                if size > line_cap:
+                    raise self._over("max_line_bytes", line_cap, size)
             if not line:
                 self._dispatch(out)
                 continue
@@ -128,6 +235,10 @@ class SSEParser:
             if value[:1] == " ":
                 value = value[1:]
             if name == "data":
+                if event_cap is not None:
+                    self._data_size += _size(value) + (1 if self._data else 0)
+                    if self._data_size > event_cap:
+                        raise self._over("max_event_bytes", event_cap, self._data_size)
                 self._data.append(value)
             elif name == "event":
                 self._event = value
@@ -140,20 +251,34 @@ class SSEParser:
         if self._data:
             out.append(SSEMessage(self._event or None, "\n".join(self._data), self._id))
             self._data = []
+            self._data_size = 0
         self._event = None
 
 
-def parse_sse(chunks: Iterable[bytes]) -> Iterator[SSEMessage]:
-    """The messages of an event stream given as byte chunks."""
-    parser = SSEParser()
+def parse_sse(
+    chunks: Iterable[bytes],
+    *,
+    max_line_bytes: int | None = DEFAULT_MAX_LINE_BYTES,
+    max_event_bytes: int | None = DEFAULT_MAX_EVENT_BYTES,
+) -> Iterator[SSEMessage]:
+    """The messages of an event stream given as byte chunks.
+
+    Raises :class:`SSELimitError` when the stream goes over a cap (see :class:`SSEParser`).
+    """
+    parser = SSEParser(max_line_bytes=max_line_bytes, max_event_bytes=max_event_bytes)
     for chunk in chunks:
         yield from parser.feed(chunk)
     yield from parser.close()
 
 
-async def aparse_sse(chunks: AsyncIterable[bytes]) -> AsyncIterator[SSEMessage]:
-    """The messages of an event stream given as async byte chunks."""
-    parser = SSEParser()
+async def aparse_sse(
+    chunks: AsyncIterable[bytes],
+    *,
+    max_line_bytes: int | None = DEFAULT_MAX_LINE_BYTES,
+    max_event_bytes: int | None = DEFAULT_MAX_EVENT_BYTES,
+) -> AsyncIterator[SSEMessage]:
+    """The messages of an event stream given as async byte chunks (caps as in ``parse_sse``)."""
+    parser = SSEParser(max_line_bytes=max_line_bytes, max_event_bytes=max_event_bytes)
     async for chunk in chunks:
         for message in parser.feed(chunk):
             yield message
@@ -173,7 +298,7 @@ def iter_payloads(messages: Iterable[SSEMessage]) -> Iterator[tuple[SSEMessage, 
             continue
         try:
             payload = loads(message.data)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             raise SSEDecodeError(index, message, f"invalid JSON ({exc})") from exc
         if not isinstance(payload, dict):
             raise SSEDecodeError(index, message, f"payload is a {type(payload).__name__}")

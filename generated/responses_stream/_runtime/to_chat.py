@@ -113,6 +113,15 @@ import msgspec
 from .convert import loads, normalize_usage
 from .dialect import Dialect
 from .processor import get_dialect
+from .sse_parse import (
+    DEFAULT_MAX_EVENT_BYTES,
+    DEFAULT_MAX_LINE_BYTES,
+    SSELimitError,
+    SSEParser,
+    has_surrogate,
+    join_surrogates,
+    replace_surrogates,
+)
 
 ReasoningMode = Literal["reasoning_content", "reasoning", "think", "omit"]
 HostedMode = Literal["omit", "content"]
@@ -167,8 +176,24 @@ INCOMPLETE_REASONS: dict[str, str] = {
 
 
 def _missing(sent: str, full: str) -> str:
-    """The suffix of ``full`` not yet sent, or ``""`` if ``full`` does not extend ``sent``."""
+    """The suffix of ``full`` not yet sent, or ``""`` if ``full`` does not extend ``sent``.
+
+    A surrogate pair split over two deltas counts as the character it encodes.
+    """
+    if has_surrogate(sent) or has_surrogate(full):
+        sent, full = join_surrogates(sent), join_surrogates(full)
     return full[len(sent) :] if full.startswith(sent) else ""
+
+
+def _is_high_surrogate(char: str) -> bool:
+    return "\ud800" <= char <= "\udbff"
+
+
+def _plain(value: Any) -> Any:
+    """An error's ``code`` / ``param`` as JSON the SDK reads: a string, an integer or null."""
+    if value is None or isinstance(value, str) or (type(value) is int):
+        return value
+    return str(value)
 
 
 def _str(value: Any) -> str:
@@ -271,6 +296,8 @@ class ResponsesToChat:
         self.reasoning_pending_separator = False
         self.done = False
         self.warnings: list[str] = []  # what was repaired or guessed, each reported once
+        # per text part or tool call: a high surrogate whose low half may be in the next delta
+        self._held: dict[tuple[str, str, int], str] = {}
         self._warned: set[str] = set()
         # feed_sse's text fast path: the JSON of a content chunk around its text, and the
         # envelope (id, created, model, include_usage) it was made for.
@@ -339,6 +366,8 @@ class ResponsesToChat:
                 text = event.get("delta")
                 if not isinstance(text, str) or not text:
                     return []
+                if self._held or has_surrogate(text):
+                    return [_frame(chunk) for chunk in self._route(event)]
                 key = event.get("item_id")
                 if type(key) is not str or key not in self.kinds:
                     key = self._event_key(event)
@@ -359,12 +388,12 @@ class ResponsesToChat:
 
     def _parse(self, payload: str | bytes) -> Mapping[str, Any] | list[dict[str, Any]]:
         """A text payload's event, or the chunks it makes instead (none for ``[DONE]``)."""
-        text = payload.decode() if isinstance(payload, bytes) else payload
+        text = payload.decode("utf-8", "replace") if isinstance(payload, bytes) else payload
         if text.strip() == "[DONE]":
             return []
         try:
             parsed = loads(text)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             return self._end_with_error(
                 f"malformed Responses event (not JSON): {exc}", "invalid_upstream_event"
             )
@@ -394,7 +423,7 @@ class ResponsesToChat:
         """The frame of a content chunk (role sent, no finish) before and after its text."""
         js = _dumps(self._chunk({"content": ""}))
         cut = js.rindex(_CONTENT_MARK) + len('"content":')
-        self._content_frame = (b"data: " + js[:cut].encode(), js[cut + 2 :].encode() + b"\n\n")
+        self._content_frame = (b"data: " + _utf8(js[:cut]), _utf8(js[cut + 2 :]) + b"\n\n")
         self._content_frame_for = (self.id, self.created, self.model, self.include_usage)
         return self._content_frame
 
@@ -403,17 +432,23 @@ class ResponsesToChat:
         if self.done:
             return []
         self.done = True
-        return self._end_think() + [self._chunk({}, finish_reason="length")]
+        return self._flush_all() + self._end_think() + [self._chunk({}, finish_reason="length")]
+
+    def fail(self, message: str, code: Any = None) -> list[dict[str, Any]]:
+        """End the stream with an error chunk (an input that cannot be read, say)."""
+        if self.done:
+            return []
+        return self._end_with_error(message, code)
 
     # -- chunks -------------------------------------------------------------
     def _take_identity(self, response: Mapping[str, Any]) -> None:
         if self.id is None and _str(response.get("id")):
-            self.id = f"chatcmpl-{response['id']}"
+            self.id = replace_surrogates(f"chatcmpl-{response['id']}")
         created = response.get("created_at")
         if self.created is None and isinstance(created, int | float) and created == created:
             self.created = int(created) if abs(created) < 2**53 else None
         if self.model is None and isinstance(response.get("model"), str):
-            self.model = response["model"]
+            self.model = replace_surrogates(response["model"])
 
     def _envelope(self) -> dict[str, Any]:
         if self.id is None:
@@ -572,16 +607,60 @@ class ResponsesToChat:
         part = self._part_of(channel, payload)
         return self._send_text(
             part, _missing("".join(self.sent.get(part, [])), _str(payload.get(attr)))
-        )
+        ) + self._flush(part)
 
     def _text_full(self, channel: str, key: str, index: int, full: str) -> list[dict[str, Any]]:
         part = (channel, key, index)
-        return self._send_text(part, _missing("".join(self.sent.get(part, [])), full))
+        missing = _missing("".join(self.sent.get(part, [])), full)
+        return self._send_text(part, missing) + self._flush(part)
+
+    def _clean(self, stream: tuple[str, str, int], text: str) -> str:
+        """``text`` as it can be sent: surrogate pairs joined, even over two deltas; a high
+        surrogate at its end held back for the next delta of ``stream``; any other lone
+        surrogate replaced by U+FFFD (and a warning)."""
+        held = self._held.pop(stream, "")
+        if not held and not has_surrogate(text):
+            return text
+        text = join_surrogates(held + text)
+        if text and _is_high_surrogate(text[-1]):
+            self._held[stream] = text[-1]
+            text = text[:-1]
+        fixed = replace_surrogates(text)
+        if fixed != text:
+            self._lone_surrogate()
+        return fixed
+
+    def _lone_surrogate(self) -> None:
+        self._warn(
+            "lone-surrogate",
+            "the upstream sent a UTF-16 surrogate without its pair; sent as U+FFFD",
+        )
+
+    def _flush(self, stream: tuple[str, str, int]) -> list[dict[str, Any]]:
+        """A held-back high surrogate whose pair never came, sent as U+FFFD."""
+        if self._held.pop(stream, None) is None:
+            return []
+        self._lone_surrogate()
+        if stream[0] == "args":
+            return self._args_chunk(stream[1], "\ufffd")
+        return self._emit_part(stream, "\ufffd")
+
+    def _flush_all(self) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        for stream in list(self._held):
+            out += self._flush(stream)
+        return out
 
     def _send_text(self, part: tuple[str, str, int], text: str) -> list[dict[str, Any]]:
         if not text:
             return []
         self.sent.setdefault(part, []).append(text)
+        text = self._clean(part, text)
+        if not text:
+            return []
+        return self._emit_part(part, text)
+
+    def _emit_part(self, part: tuple[str, str, int], text: str) -> list[dict[str, Any]]:
         channel = part[0]
         if channel in ("reasoning", "summary"):
             return self._emit_reasoning(part, text)
@@ -623,6 +702,7 @@ class ResponsesToChat:
         else:
             name = action
             call_id = _str(item.get("call_id")) or _str(item.get("id"))
+        call_id, name = replace_surrogates(call_id), replace_surrogates(name)
         call = _Call(index=len(self.calls), call_id=call_id, name=name)
         self.calls[key] = call
         tool = {
@@ -638,6 +718,13 @@ class ResponsesToChat:
         if call is None or not text:
             return []
         call.sent.append(text)
+        text = self._clean(("args", key, 0), text)
+        if not text:
+            return []
+        return self._args_chunk(key, text)
+
+    def _args_chunk(self, key: str, text: str) -> list[dict[str, Any]]:
+        call = self.calls[key]
         tool = {"index": call.index, "function": {"arguments": text}}
         return self._end_think() + [self._chunk({"tool_calls": [tool]})]
 
@@ -649,12 +736,13 @@ class ResponsesToChat:
         call = self.calls.get(key)
         if call is None:
             return []
-        return self._send_args(key, _missing("".join(call.sent), _str(payload.get(attr))))
+        missing = _missing("".join(call.sent), _str(payload.get(attr)))
+        return self._send_args(key, missing) + self._flush(("args", key, 0))
 
     # -- endings --------------------------------------------------------------
     def _finish(self, response: Mapping[str, Any], reason: str) -> list[dict[str, Any]]:
         self.done = True
-        out = self._end_think() + [self._chunk({}, finish_reason=reason)]
+        out = self._flush_all() + self._end_think() + [self._chunk({}, finish_reason=reason)]
         usage = response.get("usage")
         if self.include_usage and isinstance(usage, Mapping):
             out.append({**self._envelope(), "choices": [], "usage": chat_usage(usage)})
@@ -697,18 +785,27 @@ class ResponsesToChat:
     def _end_with_error(
         self, message: str, code: Any, *, error_type: str | None = None, param: Any = None
     ) -> list[dict[str, Any]]:
+        held = self._flush_all()
         self.done = True
         error = {
-            "message": message,
-            "type": error_type or "server_error",
-            "param": param,
-            "code": code,
+            "message": replace_surrogates(message),
+            "type": replace_surrogates(error_type or "server_error"),
+            "param": _plain(param),
+            "code": _plain(code),
         }
-        return self._end_think() + [{"error": error}]
+        return held + self._end_think() + [{"error": error}]
+
+
+def _utf8(text: str) -> bytes:
+    """``text`` as UTF-8, any lone surrogate left in it as U+FFFD."""
+    try:
+        return text.encode()
+    except UnicodeEncodeError:
+        return replace_surrogates(text).encode()
 
 
 def _frame(chunk: Mapping[str, Any]) -> bytes:
-    return b"data: " + _dumps(chunk).encode() + b"\n\n"
+    return b"data: " + _utf8(_dumps(chunk)) + b"\n\n"
 
 
 def chat_chunks_from_responses(
@@ -761,6 +858,51 @@ def chat_sse_from_responses(
     yield DONE_FRAME
 
 
+def chat_sse_from_sse(
+    chunks: Iterable[bytes],
+    *,
+    reasoning: ReasoningMode = "reasoning_content",
+    include_usage: bool = False,
+    dialect: Dialect | str = "openai",
+    hosted: HostedMode = "omit",
+    model: str | None = None,
+    max_line_bytes: int | None = DEFAULT_MAX_LINE_BYTES,
+    max_event_bytes: int | None = DEFAULT_MAX_EVENT_BYTES,
+) -> Iterator[bytes]:
+    """``chat_sse_from_responses`` for a Responses stream as SSE bytes, parsed here.
+
+    Bytes that are not UTF-8 are read as U+FFFD.  An input line or event over the
+    parser's caps (see ``SSEParser``) ends the chat stream with an error chunk, code
+    ``sse_limit_exceeded``, then ``data: [DONE]``.
+    """
+    conv = ResponsesToChat(
+        reasoning=reasoning,
+        include_usage=include_usage,
+        dialect=dialect,
+        hosted=hosted,
+        model=model,
+    )
+    parser = SSEParser(max_line_bytes=max_line_bytes, max_event_bytes=max_event_bytes)
+    source = iter(chunks)
+    while not conv.done:
+        try:
+            chunk = next(source, None)
+            messages = parser.close() if chunk is None else parser.feed(chunk)
+        except SSELimitError as exc:
+            for failed in conv.fail(str(exc), "sse_limit_exceeded"):
+                yield _frame(failed)
+            break
+        for message in messages:
+            yield from conv.feed_sse(message.data)
+            if conv.done:
+                break
+        if chunk is None:
+            break
+    for end in conv.close():
+        yield _frame(end)
+    yield DONE_FRAME
+
+
 async def achat_sse_from_responses(
     payloads: AsyncIterable[Payload] | Iterable[Payload],
     *,
@@ -770,7 +912,16 @@ async def achat_sse_from_responses(
     hosted: HostedMode = "omit",
     model: str | None = None,
 ) -> AsyncIterator[bytes]:
-    """The async twin of ``chat_sse_from_responses``."""
+    """The async twin of ``chat_sse_from_responses``.
+
+    If the source raises (a dropped connection, a timeout), the stream ends with an
+    ``{"error": ...}`` chunk (the openai SDK raises ``APIError``) and ``data: [DONE]``,
+    never with a cut body or a ``finish_reason``; the message and code are those of
+    ``source_failure``.  An async source is closed (its ``aclose()``) when the stream
+    ends or is abandoned.
+    """
+    from .api import source_failure
+
     conv = ResponsesToChat(
         reasoning=reasoning,
         include_usage=include_usage,
@@ -778,18 +929,25 @@ async def achat_sse_from_responses(
         hosted=hosted,
         model=model,
     )
-    if isinstance(payloads, AsyncIterable):
-        async for payload in payloads:
+    is_async = isinstance(payloads, AsyncIterable)
+    source: Any = aiter(payloads) if is_async else iter(payloads)  # type: ignore[arg-type]
+    try:
+        while not conv.done:
+            try:
+                payload = await anext(source) if is_async else next(source)
+            except (StopAsyncIteration, StopIteration):
+                break
+            except Exception as exc:
+                message, code = source_failure(exc)
+                for chunk in conv._end_with_error(message, code):
+                    yield _frame(chunk)
+                break
             for frame in conv.feed_sse(payload):
                 yield frame
-            if conv.done:
-                break
-    else:
-        for payload in payloads:
-            for frame in conv.feed_sse(payload):
-                yield frame
-            if conv.done:
-                break
-    for chunk in conv.close():
-        yield _frame(chunk)
-    yield DONE_FRAME
+        for chunk in conv.close():
+            yield _frame(chunk)
+        yield DONE_FRAME
+    finally:
+        aclose = getattr(source, "aclose", None)
+        if aclose is not None:
+            await aclose()

@@ -11,14 +11,24 @@ from __future__ import annotations
 
 import importlib
 import json
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 import msgspec
 
 from .dialect import Dialect
 from .processor import get_dialect
+from .sse_parse import (
+    DEFAULT_MAX_EVENT_BYTES,
+    DEFAULT_MAX_LINE_BYTES,
+    SSELimitError,
+    has_surrogate,
+    join_surrogates,
+    parse_sse,
+    replace_surrogates,
+)
 
 ERROR = "error"
 WARNING = "warning"
@@ -26,7 +36,18 @@ WARNING = "warning"
 # a strict client or an invariant of the protocol; a warning is legal but
 # unusual, or rejected only by a newer strict SDK than the producer targeted.
 RULES: dict[str, tuple[str, str]] = {
-    "MALFORMED_JSON": (ERROR, "a data line is not JSON"),
+    "MALFORMED_JSON": (
+        ERROR,
+        "a data line is not JSON, or holds NaN, Infinity or a number beyond the double range",
+    ),
+    "SSE_LIMIT": (
+        ERROR,
+        "an SSE line or event is over the parser's size cap; the rest is not read",
+    ),
+    "LONE_SURROGATE": (
+        WARNING,
+        "a string holds a UTF-16 surrogate without its pair (clients make it U+FFFD or fail)",
+    ),
     "MALFORMED_EVENT": (ERROR, "an event is not a JSON object with a string type"),
     "BARE_ERROR": (ERROR, "an error object without a type instead of error + response.failed"),
     "EVENT_NAME_MISMATCH": (ERROR, "the SSE event: line differs from the JSON type"),
@@ -107,6 +128,7 @@ HYGIENE = frozenset(
         "NEWER_EVENT",
         "UNSPECIFIED_ITEM",
         "UNKNOWN_EXTENSION_EVENT",
+        "LONE_SURROGATE",
     }
 )
 # Fields whose bytes the server may change between events (OpenAI re-encrypts
@@ -260,13 +282,35 @@ class StreamValidator:
         return [v for v in self.violations if v.severity == ERROR]
 
     # -- input ----------------------------------------------------------------
+    def feed_sse(
+        self,
+        chunks: Iterable[bytes],
+        *,
+        max_line_bytes: int | None = DEFAULT_MAX_LINE_BYTES,
+        max_event_bytes: int | None = DEFAULT_MAX_EVENT_BYTES,
+    ) -> None:
+        """Every message of an SSE byte stream (``feed_raw`` each).
+
+        A line or event over the parser's caps is an ``SSE_LIMIT`` violation, and what
+        follows it is not read.  Call ``finish`` afterwards.
+        """
+        try:
+            for message in parse_sse(
+                chunks, max_line_bytes=max_line_bytes, max_event_bytes=max_event_bytes
+            ):
+                self.feed_raw(message.data, message.event)
+        except SSELimitError as exc:
+            self.index += 1
+            self.seq = None
+            self._add("SSE_LIMIT", str(exc))
+
     def feed_raw(self, data: str, event: str | None = None) -> None:
         """One SSE message: its ``data`` text and its ``event:`` name, if any."""
         if data.strip() == "[DONE]":
             return
         try:
-            payload = json.loads(data)
-        except ValueError as exc:
+            payload = json.loads(data, parse_constant=_not_json)
+        except (ValueError, RecursionError) as exc:
             self.index += 1
             self.seq = None
             self._add("MALFORMED_JSON", f"data is not JSON: {exc}")
@@ -274,9 +318,15 @@ class StreamValidator:
         self.feed(payload, event)
 
     def feed(self, payload: Any, event: str | None = None) -> None:
-        """One event payload (a parsed JSON object)."""
+        """One event payload (a parsed JSON object).  Never raises on any JSON value."""
         self.index += 1
         self.seq = None
+        try:
+            self._feed(payload, event)
+        except RecursionError:
+            self._add("MALFORMED_EVENT", "the payload is nested too deeply to check")
+
+    def _feed(self, payload: Any, event: str | None) -> None:
         if not isinstance(payload, Mapping) or not isinstance(payload.get("type"), str):
             if isinstance(payload, Mapping) and "error" in payload:
                 self._add(
@@ -382,7 +432,7 @@ class StreamValidator:
             )
             self.pending_error = False
         oi = payload.get("output_index")
-        if isinstance(oi, int):
+        if _is_index(oi):
             self._in_items_state(kind)
             self._find(payload, oi)
 
@@ -391,12 +441,46 @@ class StreamValidator:
         if known is None:
             return
         try:
-            decoded = self.event_type.decode(json.dumps(known))
+            text = json.dumps(known)
+        except (TypeError, ValueError) as exc:  # a payload given as objects, not JSON
+            self._add("MALFORMED_EVENT", f"{kind}: not a JSON value ({exc})")
+            return
+        try:
+            decoded = self.event_type.decode(text)
         except msgspec.ValidationError as exc:
             self._add("SCHEMA_INVALID", f"{kind}: {exc}")
             return
+        except msgspec.DecodeError:
+            # what json accepts and msgspec does not: a number beyond the double range
+            # (NaN, Infinity), or a lone surrogate
+            decoded = self._odd_values(known, kind)
+            if decoded is None:
+                return
         if self.legacy:
             self._legacy(decoded, "$")
+
+    def _odd_values(self, payload: Mapping[str, Any], kind: str) -> Any:
+        """Report non-finite numbers and lone surrogates; the payload decoded without them."""
+        found: dict[str, str] = {}
+        clean = _scrub(payload, "$", found)
+        if "number" in found:
+            self._add(
+                "MALFORMED_JSON",
+                f"{kind}: {found['number']} is NaN, Infinity or beyond the range of a double",
+            )
+        if "surrogate" in found:
+            self._once(
+                "LONE_SURROGATE",
+                "",
+                f"{kind}: {found['surrogate']} holds a surrogate without its pair (read as U+FFFD)",
+            )
+        try:
+            return self.event_type.decode(json.dumps(clean))
+        except msgspec.ValidationError as exc:
+            self._add("SCHEMA_INVALID", f"{kind}: {exc}")
+        except msgspec.DecodeError as exc:
+            self._add("MALFORMED_EVENT", f"{kind}: cannot be checked ({exc})")
+        return None
 
     def _known(self, item: Any) -> bool:
         return not isinstance(item, Mapping) or item.get("type") in self.item_kinds
@@ -515,8 +599,8 @@ class StreamValidator:
         kind = payload["type"]
         self._in_items_state(kind)
         oi = payload.get("output_index")
-        if not isinstance(oi, int):
-            self._add("ADDRESS_MISSING", f"{kind} has no output_index")
+        if not _is_index(oi):
+            self._add("ADDRESS_MISSING", f"{kind} has no output_index (a non-negative integer)")
             return
         if name == "response.output_item.added":
             self._added(payload, oi)
@@ -624,7 +708,7 @@ class StreamValidator:
         table = self.items_table[item.type]
         for fname, spec in table["fields"].items():
             acc = spec.get("acc")
-            if acc and acc in item.accs and done.get(fname) != item.accs[acc]:
+            if acc and acc in item.accs and _text(done.get(fname)) != _text(item.accs[acc]):
                 self._add(
                     "DONE_TEXT_MISMATCH",
                     f"{item.type}.{fname} in output_item.done differs from the concatenated deltas",
@@ -648,7 +732,7 @@ class StreamValidator:
             return
         try:
             json.loads(value)
-        except ValueError:
+        except (ValueError, RecursionError):
             glued = value.count("}{") > 0
             self._add(
                 "ARGUMENTS_NOT_JSON",
@@ -666,8 +750,10 @@ class StreamValidator:
         self._in_items_state(kind)
         key = "content_index" if address == "content" else "summary_index"
         oi, idx = payload.get("output_index"), payload.get(key)
-        if not isinstance(oi, int) or not isinstance(idx, int):
-            self._add("ADDRESS_MISSING", f"{kind} needs output_index and {key}")
+        if not _is_index(oi) or not _is_index(idx):
+            self._add(
+                "ADDRESS_MISSING", f"{kind} needs output_index and {key} (non-negative integers)"
+            )
             return
         item = self._find(payload, oi)
         if item is None:
@@ -706,7 +792,7 @@ class StreamValidator:
             done_part = dict(payload["part"])
             for fname, spec in table["fields"].items():
                 acc = spec["acc"]
-                if acc in part.accs and done_part.get(fname) != part.accs[acc]:
+                if acc in part.accs and _text(done_part.get(fname)) != _text(part.accs[acc]):
                     self._add(
                         "DONE_TEXT_MISMATCH",
                         f"{part.kind}.{fname} in the done part "
@@ -738,9 +824,13 @@ class StreamValidator:
             if delta_field is not None and delta_field in payload:
                 value = payload[delta_field]
                 if spec["kind"] == "list":
-                    accs[acc] = accs.get(acc, []) + (value if isinstance(value, list) else [value])
+                    before = accs.get(acc, [])
+                    before = before if isinstance(before, list) else []
+                    accs[acc] = before + (value if isinstance(value, list) else [value])
                 elif isinstance(value, str):
-                    accs[acc] = accs.get(acc, "") + value
+                    text = accs.get(acc, "")
+                    joined = (text if isinstance(text, str) else "") + value
+                    accs[acc] = join_surrogates(joined) if has_surrogate(value) else joined
             total_field = spec["totals"].get(name)
             if total_field is not None and total_field in payload:
                 empty: Any = [] if spec["kind"] == "list" else ""
@@ -752,12 +842,47 @@ class StreamValidator:
                         "DONE_WITHOUT_DELTAS",
                         f"{payload['type']}.{total_field} arrives without any delta",
                     )
-                elif total != accs.get(acc, empty):
+                elif _text(total) != _text(accs.get(acc, empty)):
                     self._add(
                         "DONE_TEXT_MISMATCH",
                         f"{payload['type']}.{total_field} differs from the concatenated deltas",
                     )
                 accs[acc] = payload[total_field]
+
+
+def _not_json(constant: str) -> Any:
+    raise ValueError(f"{constant} is not JSON")
+
+
+def _is_index(value: Any) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _text(value: Any) -> Any:
+    """A text as compared with its deltas: surrogate pairs split over deltas joined."""
+    return join_surrogates(value) if isinstance(value, str) else value
+
+
+def _scrub(value: Any, path: str, found: dict[str, str]) -> Any:
+    """``value`` with non-finite floats as null and lone surrogates as U+FFFD (noted in found)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        found.setdefault("number", path)
+        return None
+    if isinstance(value, str):
+        if has_surrogate(value):
+            fixed = replace_surrogates(value)
+            if fixed != join_surrogates(value):
+                found.setdefault("surrogate", path)
+            return fixed
+        return value
+    if isinstance(value, Mapping):
+        return {
+            _scrub(k, path, found) if isinstance(k, str) else k: _scrub(v, f"{path}.{k}", found)
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [_scrub(v, f"{path}[{i}]", found) for i, v in enumerate(value)]
+    return value
 
 
 def _other_dialect(dialect: Dialect, kind: str) -> str | None:

@@ -16,7 +16,7 @@ from msgspec import UNSET
 
 from .._runtime.convert import function_tools
 from .._runtime.errors import TransitionError
-from .._runtime.stream import StreamBase, now
+from .._runtime.stream import StreamBase, TextAcc, now
 from . import models as m
 
 _DEFAULT_0 = msgspec.convert([], type=list[m.McpTool])
@@ -513,7 +513,7 @@ class CodeInterpreterCallEmitter:
         )
         self.container_id: str = container_id if container_id is not None else ""
         self.outputs: list[dict[str, Any]] = []
-        self._acc_code: list[Any] = []
+        self._acc_code: TextAcc = TextAcc()
 
     def snapshot(self) -> m.CodeInterpreterCallItem:
         """The item as it stands now."""
@@ -521,7 +521,7 @@ class CodeInterpreterCallEmitter:
             id=self.item_id,
             status=self.status,
             container_id=self.container_id,
-            code="".join(self._acc_code),
+            code=self._acc_code.value(),
             outputs=self.outputs,
         )
 
@@ -561,6 +561,8 @@ class CodeInterpreterCallEmitter:
         events: list[m.Event] = []
         self.state = "coding"
         self._acc_code.append(delta)
+        if len(self._acc_code) >= 256:
+            self._acc_code.compact()
         seq = self._stream.seq
         events.append(
             m.CodeInterpreterCallCodeDeltaEvent(
@@ -587,7 +589,7 @@ class CodeInterpreterCallEmitter:
                 sequence_number=next(seq),
                 item_id=self.item_id,
                 output_index=self.output_index,
-                code="".join(self._acc_code),
+                code=self._acc_code.value(),
             )
         )
         events.append(
@@ -673,7 +675,7 @@ class CodeInterpreterCallEmitter:
                     sequence_number=next(seq),
                     item_id=self.item_id,
                     output_index=self.output_index,
-                    code="".join(self._acc_code),
+                    code=self._acc_code.value(),
                 )
             )
         events.append(
@@ -1023,7 +1025,7 @@ class CustomToolCallEmitter:
         self.call_id: str = call_id
         self.name: str = name
         self.namespace: str | None = namespace
-        self._acc_input: list[Any] = []
+        self._acc_input: TextAcc = TextAcc()
 
     def snapshot(self) -> m.CustomToolCallItem:
         """The item as it stands now."""
@@ -1033,7 +1035,7 @@ class CustomToolCallEmitter:
             call_id=self.call_id,
             name=self.name,
             namespace=self.namespace if self.namespace is not None else UNSET,
-            input="".join(self._acc_input),
+            input=self._acc_input.value(),
         )
 
     @property
@@ -1067,6 +1069,8 @@ class CustomToolCallEmitter:
         events: list[m.Event] = []
         self.state = "streaming"
         self._acc_input.append(delta)
+        if len(self._acc_input) >= 256:
+            self._acc_input.compact()
         seq = self._stream.seq
         events.append(
             m.CustomToolCallInputDeltaEvent(
@@ -1095,7 +1099,7 @@ class CustomToolCallEmitter:
                 sequence_number=next(seq),
                 item_id=self.item_id,
                 output_index=self.output_index,
-                input="".join(self._acc_input),
+                input=self._acc_input.value(),
             )
         )
         events.append(
@@ -1122,7 +1126,7 @@ class CustomToolCallEmitter:
                 sequence_number=next(seq),
                 item_id=self.item_id,
                 output_index=self.output_index,
-                input="".join(self._acc_input),
+                input=self._acc_input.value(),
             )
         )
         events.append(
@@ -1405,7 +1409,7 @@ class FunctionCallEmitter:
         self.call_id: str = call_id
         self.name: str = name
         self.namespace: str | None = namespace
-        self._acc_arguments: list[Any] = []
+        self._acc_arguments: TextAcc = TextAcc()
 
     def snapshot(self) -> m.FunctionCallItem:
         """The item as it stands now."""
@@ -1415,7 +1419,7 @@ class FunctionCallEmitter:
             call_id=self.call_id,
             name=self.name,
             namespace=self.namespace if self.namespace is not None else UNSET,
-            arguments="".join(self._acc_arguments),
+            arguments=self._acc_arguments.value(),
         )
 
     @property
@@ -1449,6 +1453,8 @@ class FunctionCallEmitter:
         events: list[m.Event] = []
         self.state = "streaming"
         self._acc_arguments.append(delta)
+        if len(self._acc_arguments) >= 256:
+            self._acc_arguments.compact()
         seq = self._stream.seq
         events.append(
             m.FunctionCallArgumentsDeltaEvent(
@@ -1477,7 +1483,7 @@ class FunctionCallEmitter:
                 sequence_number=next(seq),
                 item_id=self.item_id,
                 output_index=self.output_index,
-                arguments="".join(self._acc_arguments),
+                arguments=self._acc_arguments.value(),
             )
         )
         events.append(
@@ -1504,7 +1510,7 @@ class FunctionCallEmitter:
                 sequence_number=next(seq),
                 item_id=self.item_id,
                 output_index=self.output_index,
-                arguments="".join(self._acc_arguments),
+                arguments=self._acc_arguments.value(),
             )
         )
         events.append(
@@ -2197,7 +2203,7 @@ class McpCallEmitter:
         self.name: str = name
         self.output: str | None = output
         self.error: dict[str, Any] | None = error
-        self._acc_arguments: list[Any] = []
+        self._acc_arguments: TextAcc = TextAcc()
 
     def snapshot(self) -> m.McpCallItem:
         """The item as it stands now."""
@@ -2206,7 +2212,7 @@ class McpCallEmitter:
             status=self.status,
             server_label=self.server_label,
             name=self.name,
-            arguments="".join(self._acc_arguments),
+            arguments=self._acc_arguments.value(),
             output=self.output,
             error=self.error,
         )
@@ -2247,6 +2253,8 @@ class McpCallEmitter:
         events: list[m.Event] = []
         self.state = "streaming"
         self._acc_arguments.append(delta)
+        if len(self._acc_arguments) >= 256:
+            self._acc_arguments.compact()
         seq = self._stream.seq
         events.append(
             m.McpCallArgumentsDeltaEvent(
@@ -2289,7 +2297,7 @@ class McpCallEmitter:
                 sequence_number=next(seq),
                 item_id=self.item_id,
                 output_index=self.output_index,
-                arguments="".join(self._acc_arguments),
+                arguments=self._acc_arguments.value(),
             )
         )
         return events
@@ -2374,7 +2382,7 @@ class McpCallEmitter:
                     sequence_number=next(seq),
                     item_id=self.item_id,
                     output_index=self.output_index,
-                    arguments="".join(self._acc_arguments),
+                    arguments=self._acc_arguments.value(),
                 )
             )
         events.append(
@@ -2534,15 +2542,13 @@ class _MessageEmitterOutputTextPartState:
     def __init__(self, index: int) -> None:
         self.index = index
         self.state = "pending"
-        self.text: list[Any] = []
+        self.text: TextAcc = TextAcc()
         self.annotations: list[Any] = []
         self.logprobs: list[Any] = []
 
     def snapshot(self) -> m.OutputTextPart:
         return m.OutputTextPart(
-            text="".join(self.text),
-            annotations=list(self.annotations),
-            logprobs=list(self.logprobs),
+            text=self.text.value(), annotations=list(self.annotations), logprobs=list(self.logprobs)
         )
 
 
@@ -2554,10 +2560,10 @@ class _MessageEmitterRefusalPartState:
     def __init__(self, index: int) -> None:
         self.index = index
         self.state = "pending"
-        self.refusal: list[Any] = []
+        self.refusal: TextAcc = TextAcc()
 
     def snapshot(self) -> m.RefusalPart:
-        return m.RefusalPart(refusal="".join(self.refusal))
+        return m.RefusalPart(refusal=self.refusal.value())
 
 
 class MessageEmitter:
@@ -2716,6 +2722,8 @@ class MessageEmitter:
             raise TransitionError("message.output_text", "delta", p.state, ("streaming",))
         p.state = "streaming"
         p.text.append(delta)
+        if len(p.text) >= 256:
+            p.text.compact()
         p.logprobs.extend(logprobs)
         seq = self._stream.seq
         return [
@@ -2739,6 +2747,8 @@ class MessageEmitter:
                 "message", "output_text_delta", "no open output_text part", ("output_text",)
             )
         p.text.append(delta)
+        if len(p.text) >= 256:
+            p.text.compact()
         p.logprobs.extend(logprobs)
         seq = self._stream.seq
         return (
@@ -2821,7 +2831,7 @@ class MessageEmitter:
                 item_id=self.item_id,
                 output_index=self.output_index,
                 content_index=p.index,
-                text="".join(p.text),
+                text=p.text.value(),
                 logprobs=list(p.logprobs),
             ),
             m.ContentPartDoneEvent(
@@ -2865,6 +2875,8 @@ class MessageEmitter:
             raise TransitionError("message.refusal", "delta", p.state, ("streaming",))
         p.state = "streaming"
         p.refusal.append(delta)
+        if len(p.refusal) >= 256:
+            p.refusal.compact()
         seq = self._stream.seq
         return [
             m.RefusalDeltaEvent(
@@ -2882,6 +2894,8 @@ class MessageEmitter:
         if not isinstance(p, _MessageEmitterRefusalPartState) or p.state not in ("streaming",):
             raise TransitionError("message", "refusal_delta", "no open refusal part", ("refusal",))
         p.refusal.append(delta)
+        if len(p.refusal) >= 256:
+            p.refusal.compact()
         seq = self._stream.seq
         return (
             _PREFIX_RESPONSE_REFUSAL_DELTA
@@ -2913,7 +2927,7 @@ class MessageEmitter:
                 item_id=self.item_id,
                 output_index=self.output_index,
                 content_index=p.index,
-                refusal="".join(p.refusal),
+                refusal=p.refusal.value(),
             ),
             m.ContentPartDoneEvent(
                 sequence_number=next(seq),
@@ -3122,10 +3136,10 @@ class _ReasoningEmitterSummaryTextPartState:
     def __init__(self, index: int) -> None:
         self.index = index
         self.state = "pending"
-        self.text: list[Any] = []
+        self.text: TextAcc = TextAcc()
 
     def snapshot(self) -> m.SummaryTextPart:
-        return m.SummaryTextPart(text="".join(self.text))
+        return m.SummaryTextPart(text=self.text.value())
 
 
 class _ReasoningEmitterReasoningTextPartState:
@@ -3136,10 +3150,10 @@ class _ReasoningEmitterReasoningTextPartState:
     def __init__(self, index: int) -> None:
         self.index = index
         self.state = "pending"
-        self.text: list[Any] = []
+        self.text: TextAcc = TextAcc()
 
     def snapshot(self) -> m.ReasoningTextPart:
-        return m.ReasoningTextPart(text="".join(self.text))
+        return m.ReasoningTextPart(text=self.text.value())
 
 
 class ReasoningEmitter:
@@ -3294,6 +3308,8 @@ class ReasoningEmitter:
             raise TransitionError("reasoning.summary_text", "delta", p.state, ("streaming",))
         p.state = "streaming"
         p.text.append(delta)
+        if len(p.text) >= 256:
+            p.text.compact()
         seq = self._stream.seq
         return [
             m.ReasoningSummaryTextDeltaEvent(
@@ -3315,6 +3331,8 @@ class ReasoningEmitter:
                 "reasoning", "summary_text_delta", "no open summary_text part", ("summary_text",)
             )
         p.text.append(delta)
+        if len(p.text) >= 256:
+            p.text.compact()
         seq = self._stream.seq
         return (
             _PREFIX_RESPONSE_REASONING_SUMMARY_TEXT_DELTA
@@ -3348,7 +3366,7 @@ class ReasoningEmitter:
                 item_id=self.item_id,
                 output_index=self.output_index,
                 summary_index=p.index,
-                text="".join(p.text),
+                text=p.text.value(),
             ),
             m.ReasoningSummaryPartDoneEvent(
                 sequence_number=next(seq),
@@ -3398,6 +3416,8 @@ class ReasoningEmitter:
             raise TransitionError("reasoning.reasoning_text", "delta", p.state, ("streaming",))
         p.state = "streaming"
         p.text.append(delta)
+        if len(p.text) >= 256:
+            p.text.compact()
         seq = self._stream.seq
         return [
             m.ReasoningTextDeltaEvent(
@@ -3422,6 +3442,8 @@ class ReasoningEmitter:
                 ("reasoning_text",),
             )
         p.text.append(delta)
+        if len(p.text) >= 256:
+            p.text.compact()
         seq = self._stream.seq
         return (
             _PREFIX_RESPONSE_REASONING_TEXT_DELTA
@@ -3458,7 +3480,7 @@ class ReasoningEmitter:
                 item_id=self.item_id,
                 output_index=self.output_index,
                 content_index=p.index,
-                text="".join(p.text),
+                text=p.text.value(),
             ),
             m.ContentPartDoneEvent(
                 sequence_number=next(seq),

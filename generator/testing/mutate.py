@@ -1,0 +1,707 @@
+"""Mutation run over the generated emitters: do the generated tests catch wrong code?
+
+``python -m generator.testing.mutate`` parses ``responses_stream/<dialect>/emitters.py``
+of the generated package with ``ast``, makes mutants one operator at a time,
+and runs the generated tests of the item each mutant touches against it, in
+a temporary copy of the package (the package itself is never written).
+
+Operators: integer constants (+1, 0), booleans flipped, strings and bytes
+changed, comparisons and boolean operators flipped, ``not`` dropped,
+augmented assignments removed, statements deleted (calls such as
+``events.append(...)`` and attribute assignments), keyword arguments removed
+or swapped with their neighbour, index expressions (``*.index``,
+``*.output_index``, ``next(seq)``) replaced by 0.
+
+A mutant is *killed* when the tests fail (or cannot even import it),
+*survived* when they pass, a *timeout* when they run too long.  Mutants that
+cannot change observable behaviour are classified as equivalent, with the
+reason, and left out of the kill share (they are still counted and listed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import os
+import random
+import shutil
+import signal
+import sys
+import tempfile
+import time
+import typing
+from collections import Counter
+from collections.abc import Callable, Iterator
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+GENERATED = ROOT / "generated"
+DIALECTS = ("openai", "openresponses")
+# Tests run for code outside any item emitter (the envelope, module constants).
+ENVELOPE_ITEMS = ("message", "function_call", "reasoning")
+DEFAULT_SAMPLE = 150
+DEFAULT_SEED = 20260424
+DEFAULT_TIMEOUT = 300.0
+
+INDEX_ATTRS = ("index", "output_index", "content_index", "summary_index")
+SWAP_KEYWORDS = {"sequence_number", "output_index", "content_index", "summary_index", "item_id"}
+
+
+@dataclass
+class Site:
+    """One place where one operator applies."""
+
+    dialect: str
+    number: int  # position among the module's sites, in walk order
+    line: int
+    col: int
+    operator: str
+    detail: str
+    owner: str  # the enclosing class, or "" at module level
+    function: str
+    equivalent: str = ""  # why the mutant cannot change behaviour, or ""
+
+
+@dataclass
+class Result:
+    site: Site
+    outcome: str  # killed, survived, timeout, equivalent
+    seconds: float
+    tests: list[str] = field(default_factory=list)
+
+
+# -- finding mutation sites ---------------------------------------------------------
+Apply = Callable[[ast.AST], None]
+
+
+def _is_docstring(parents: list[ast.AST], node: ast.AST) -> bool:
+    parent = parents[-1] if parents else None
+    return isinstance(parent, ast.Expr) and isinstance(node, ast.Constant)
+
+
+class _Finder:
+    """Walks a module in a fixed order and yields (node path, operator, detail, apply)."""
+
+    def __init__(self, tree: ast.Module) -> None:
+        self.tree = tree
+
+    def sites(self) -> Iterator[tuple[ast.AST, list[ast.AST], str, str, Apply]]:
+        yield from self._walk(self.tree, [])
+
+    def _walk(
+        self, node: ast.AST, parents: list[ast.AST]
+    ) -> Iterator[tuple[ast.AST, list[ast.AST], str, str, Apply]]:
+        yield from self._at(node, parents)
+        if isinstance(node, ast.JoinedStr):
+            return  # the pieces of an f-string are not mutated one by one
+        for child in ast.iter_child_nodes(node):
+            yield from self._walk(child, [*parents, node])
+
+    def _at(
+        self, node: ast.AST, parents: list[ast.AST]
+    ) -> Iterator[tuple[ast.AST, list[ast.AST], str, str, Apply]]:
+        if isinstance(node, ast.Constant) and not _is_docstring(parents, node):
+            yield from self._constant(node, parents)
+        elif isinstance(node, ast.Compare):
+            for i, op in enumerate(node.ops):
+                flipped = _FLIP.get(type(op))
+                if flipped is not None:
+                    yield (
+                        node,
+                        parents,
+                        "compare",
+                        f"{type(op).__name__} -> {flipped.__name__}",
+                        _set_op(i, flipped),
+                    )
+        elif isinstance(node, ast.BoolOp):
+            other: type[ast.boolop] = ast.Or if isinstance(node.op, ast.And) else ast.And
+            yield node, parents, "boolop", f"-> {other.__name__}", _set_attr("op", other)
+        elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            yield node, parents, "not", "drop not", _replace_with(lambda n: n.operand)
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
+            if node.attr in INDEX_ATTRS:
+                yield node, parents, "index", f"{ast.unparse(node)} -> 0", _zero
+        elif isinstance(node, ast.Call):
+            yield from self._call(node, parents)
+        if isinstance(node, ast.stmt) and not isinstance(node, ast.Pass):
+            yield from self._statement(node, parents)
+
+    def _constant(
+        self, node: ast.Constant, parents: list[ast.AST]
+    ) -> Iterator[tuple[ast.AST, list[ast.AST], str, str, Apply]]:
+        value = node.value
+        if isinstance(value, bool):
+            yield node, parents, "constant", f"{value} -> {not value}", _const(not value)
+        elif isinstance(value, int):
+            yield node, parents, "constant", f"{value} -> {value + 1}", _const(value + 1)
+            if value != 0:
+                yield node, parents, "constant", f"{value} -> 0", _const(0)
+        elif isinstance(value, str):
+            yield node, parents, "constant", f"{value!r} -> 'XX' + ...", _const("XX" + value)
+        elif isinstance(value, bytes):
+            yield node, parents, "constant", f"{value!r} -> b'XX' + ...", _const(b"XX" + value)
+
+    def _call(
+        self, node: ast.Call, parents: list[ast.AST]
+    ) -> Iterator[tuple[ast.AST, list[ast.AST], str, str, Apply]]:
+        if isinstance(node.func, ast.Name) and node.func.id == "next":
+            yield node, parents, "index", "next(seq) -> 0 (a reused sequence number)", _zero
+        names = [k.arg for k in node.keywords]
+        for i, kw in enumerate(node.keywords):
+            if kw.arg is None:
+                continue
+            yield node, parents, "keyword", f"drop {kw.arg}=", _drop_keyword(i)
+            if kw.arg in SWAP_KEYWORDS and not _is_zero(kw.value):
+                yield node, parents, "keyword", f"{kw.arg}=0", _keyword_zero(i)
+            j = i + 1
+            if j < len(names) and names[j] is not None:
+                yield (
+                    node,
+                    parents,
+                    "keyword",
+                    f"swap {kw.arg}= and {names[j]}=",
+                    _swap_keywords(i, j),
+                )
+
+    def _statement(
+        self, node: ast.stmt, parents: list[ast.AST]
+    ) -> Iterator[tuple[ast.AST, list[ast.AST], str, str, Apply]]:
+        if not parents or isinstance(parents[-1], ast.Module | ast.ClassDef):
+            return  # module and class bodies: definitions, not behaviour
+        if isinstance(node, ast.AugAssign):
+            yield node, parents, "augassign", f"remove {ast.unparse(node)}", _to_pass
+        elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+            text = ast.unparse(node.value.func)
+            yield node, parents, "delete", f"delete {text}(...)", _to_pass
+        elif isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Attribute | ast.Subscript) for t in node.targets
+        ):
+            target = ast.unparse(node.targets[0])
+            yield node, parents, "delete", f"delete {target} = ...", _to_pass
+
+
+_FLIP: dict[type[ast.cmpop], type[ast.cmpop]] = {
+    ast.Eq: ast.NotEq,
+    ast.NotEq: ast.Eq,
+    ast.Lt: ast.GtE,
+    ast.GtE: ast.Lt,
+    ast.Gt: ast.LtE,
+    ast.LtE: ast.Gt,
+    ast.In: ast.NotIn,
+    ast.NotIn: ast.In,
+    ast.Is: ast.IsNot,
+    ast.IsNot: ast.Is,
+}
+
+
+def _is_zero(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and node.value == 0
+
+
+# Each operator returns a function that rewrites the node in place; a node that
+# must become another kind of node is replaced through a marker the rewriter reads.
+class _Replace:
+    def __init__(self, make: Callable[[Any], ast.AST]) -> None:
+        self.make = make
+
+
+def _const(value: str | bytes | int) -> Apply:
+    def apply(node: ast.AST) -> None:
+        assert isinstance(node, ast.Constant)
+        node.value = value
+        node.kind = None
+
+    return apply
+
+
+def _set_op(i: int, op: type[ast.cmpop]) -> Apply:
+    def apply(node: ast.AST) -> None:
+        assert isinstance(node, ast.Compare)
+        node.ops[i] = op()
+
+    return apply
+
+
+def _set_attr(name: str, op: type[ast.AST]) -> Apply:
+    def apply(node: ast.AST) -> None:
+        setattr(node, name, op())
+
+    return apply
+
+
+def _replace_with(make: Callable[[Any], ast.AST]) -> Apply:
+    def apply(node: ast.AST) -> None:
+        node._mutate_replace = _Replace(make)  # type: ignore[attr-defined]
+
+    return apply
+
+
+_zero = _replace_with(lambda n: ast.Constant(0))
+_to_pass = _replace_with(lambda n: ast.Pass())
+
+
+def _drop_keyword(i: int) -> Apply:
+    def apply(node: ast.AST) -> None:
+        assert isinstance(node, ast.Call)
+        del node.keywords[i]
+
+    return apply
+
+
+def _keyword_zero(i: int) -> Apply:
+    def apply(node: ast.AST) -> None:
+        assert isinstance(node, ast.Call)
+        node.keywords[i].value = ast.Constant(0)
+
+    return apply
+
+
+def _swap_keywords(i: int, j: int) -> Apply:
+    def apply(node: ast.AST) -> None:
+        assert isinstance(node, ast.Call)
+        a, b = node.keywords[i], node.keywords[j]
+        a.value, b.value = b.value, a.value
+
+    return apply
+
+
+class _Rewriter(ast.NodeTransformer):
+    def generic_visit(self, node: ast.AST) -> ast.AST:
+        replace = getattr(node, "_mutate_replace", None)
+        if isinstance(replace, _Replace):
+            return ast.copy_location(replace.make(node), node)
+        return super().generic_visit(node)
+
+
+def _owner(parents: list[ast.AST]) -> tuple[str, str]:
+    cls = next((p.name for p in parents if isinstance(p, ast.ClassDef)), "")
+    fn = next((p.name for p in reversed(parents) if isinstance(p, ast.FunctionDef)), "")
+    return cls, fn
+
+
+@dataclass
+class _Context:
+    """Facts about the whole module that decide equivalence."""
+
+    unread: set[str]  # module-level names that nothing in the module reads
+    local_annotations: set[int]  # ids of nodes inside annotations of attributes in functions
+
+
+def _context(tree: ast.Module) -> _Context:
+    assigned = {
+        t.id
+        for node in tree.body
+        if isinstance(node, ast.Assign)
+        for t in node.targets
+        if isinstance(t, ast.Name)
+    }
+    read = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    local = set()
+    for fn in ast.walk(tree):
+        if isinstance(fn, ast.FunctionDef):
+            for stmt in ast.walk(fn):
+                if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Attribute):
+                    local |= {id(n) for n in ast.walk(stmt.annotation)}
+    return _Context(assigned - read - {"ITEM_EMITTERS"}, local)
+
+
+def _equivalent(
+    node: ast.AST, parents: list[ast.AST], operator: str, detail: str, ctx: _Context
+) -> str:
+    """Why a mutant cannot change what the emitters do, or ""."""
+    chain = [*parents, node]
+    if id(node) in ctx.local_annotations:
+        return "annotation of an attribute inside a function: never evaluated"
+    top = parents[1] if len(parents) > 1 and isinstance(parents[0], ast.Module) else None
+    if isinstance(top, ast.Assign) and all(
+        isinstance(t, ast.Name) and t.id in ctx.unread for t in top.targets
+    ):
+        return "a module constant nothing reads (an SSE prefix of an event with no fast path)"
+    for p in chain:
+        # ``if len(acc) >= 256: acc.compact()`` only bounds memory: compacting
+        # joins the pieces and never changes the text.
+        if isinstance(p, ast.If) and "compact()" in ast.unparse(p.body[0]):
+            return "compaction threshold: compacting a text accumulator keeps its value"
+    if operator == "delete" and "compact" in detail:
+        return "compaction threshold: compacting a text accumulator keeps its value"
+    if any(
+        isinstance(p, ast.Call) and isinstance(p.func, ast.Name) and p.func.id == "TypeError"
+        for p in chain
+    ):
+        return "the wording of a TypeError message (for unknown Response fields)"
+    return ""
+
+
+def find_sites(dialect: str, source: str) -> list[Site]:
+    tree = ast.parse(source)
+    ctx = _context(tree)
+    out = []
+    for number, (node, parents, operator, detail, _) in enumerate(_Finder(tree).sites()):
+        cls, fn = _owner(parents)
+        out.append(
+            Site(
+                dialect,
+                number,
+                getattr(node, "lineno", 0),
+                getattr(node, "col_offset", 0),
+                operator,
+                detail,
+                cls,
+                fn,
+                _equivalent(node, parents, operator, detail, ctx),
+            )
+        )
+    return out
+
+
+def mutant_source(source: str, number: int) -> str:
+    """The module with site ``number`` mutated, as source text."""
+    tree = ast.parse(source)
+    for n, (node, _, _, _, apply) in enumerate(_Finder(tree).sites()):
+        if n == number:
+            apply(node)
+            break
+    else:
+        raise IndexError(number)
+    tree = _Rewriter().visit(tree)
+    return ast.unparse(ast.fix_missing_locations(tree)) + "\n"
+
+
+def baseline_source(source: str) -> str:
+    """The module unparsed without a mutation: what every mutant is compared with."""
+    return ast.unparse(ast.parse(source)) + "\n"
+
+
+# -- which tests to run ---------------------------------------------------------------
+def item_classes(source: str) -> dict[str, str]:
+    """Emitter class name -> item type, and part-state classes -> their item's type."""
+    tree = ast.parse(source)
+    out: dict[str, str] = {}
+    for node in tree.body:
+        if not isinstance(node, ast.ClassDef):
+            continue
+        for stmt in node.body:
+            if (
+                isinstance(stmt, ast.Assign)
+                and isinstance(stmt.targets[0], ast.Name)
+                and stmt.targets[0].id == "item_type"
+                and isinstance(stmt.value, ast.Constant)
+            ):
+                out[node.name] = str(stmt.value.value)
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and node.name not in out:
+            for name, kind in list(out.items()):
+                if node.name.startswith(f"_{name}"):
+                    out[node.name] = kind
+    return out
+
+
+def module_name_users(source: str, classes: dict[str, str]) -> dict[str, set[str]]:
+    """Module-level constant -> item types whose classes use it."""
+    tree = ast.parse(source)
+    names = {
+        t.id
+        for node in tree.body
+        if isinstance(node, ast.Assign)
+        for t in node.targets
+        if isinstance(t, ast.Name)
+    }
+    users: dict[str, set[str]] = {n: set() for n in names}
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and node.name in classes:
+            for sub in ast.walk(node):
+                if isinstance(sub, ast.Name) and sub.id in users:
+                    users[sub.id].add(classes[node.name])
+    return users
+
+
+def tests_for(site: Site, source: str, classes: dict[str, str], tree: ast.Module) -> list[str]:
+    factories = {k.replace(":", "_"): k for k in classes.values()}
+    if site.owner in classes:
+        kinds = {classes[site.owner]}
+    elif site.function in factories:  # a factory method of the stream: its item's tests
+        kinds = {factories[site.function]}
+    else:
+        kinds = set()
+        if not site.owner:
+            for node in tree.body:
+                if not isinstance(node, ast.Assign | ast.AnnAssign) or node.value is None:
+                    continue
+                if not node.lineno <= site.line <= (node.end_lineno or node.lineno):
+                    continue
+                # An entry of a table of classes: the tests of that entry's item.
+                if isinstance(node.value, ast.Dict):
+                    for k, v in zip(node.value.keys, node.value.values, strict=True):
+                        if k is not None and k.lineno <= site.line <= (v.end_lineno or 0):
+                            if isinstance(v, ast.Name) and v.id in classes:
+                                kinds.add(classes[v.id])
+                if not kinds:
+                    users = module_name_users(source, classes)
+                    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                    for t in targets:
+                        if isinstance(t, ast.Name):
+                            kinds |= users.get(t.id, set())
+        if not kinds:
+            kinds = set(ENVELOPE_ITEMS)
+    return [f"tests/test_item_{k.replace(':', '_')}.py" for k in sorted(kinds)]
+
+
+# -- running -------------------------------------------------------------------------
+_WORKDIR: Path | None = None
+_SOURCES: dict[str, str] = {}
+
+
+def _preload() -> None:
+    """Import what every child needs except the package itself, once per worker."""
+    sys.dont_write_bytecode = True
+    import _pytest.assertion  # noqa: F401
+    import _pytest.python  # noqa: F401
+    import jsonschema  # noqa: F401
+    import msgspec  # noqa: F401
+    import openai.types.responses  # noqa: F401
+    import pytest  # noqa: F401
+    from openai.types.responses import ResponseStreamEvent
+
+    # The SDK builds its validators on first use: build them once, here.
+    for cls in typing.get_args(typing.get_args(ResponseStreamEvent)[0]):
+        cls.model_rebuild()
+        cls.__pydantic_validator__.validate_json  # noqa: B018
+
+
+def _init_worker(package: str, sources: dict[str, str], base: str) -> None:
+    global _WORKDIR
+    _preload()
+    _WORKDIR = Path(tempfile.mkdtemp(prefix="worker-", dir=base))
+    shutil.copytree(package, _WORKDIR / "pkg", ignore=shutil.ignore_patterns("__pycache__"))
+    _SOURCES.update(sources)
+
+
+def _run_tests(workdir: Path, tests: list[str], dialect: str, timeout: float) -> tuple[str, float]:
+    """Fork a child that runs pytest on ``tests`` in ``workdir``: killed, survived or timeout."""
+    start = time.monotonic()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns
+        code = 3
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, 1)
+            os.dup2(devnull, 2)
+            os.chdir(workdir)
+            sys.path[:0] = [str(workdir), str(workdir / "tests")]
+            import pytest
+
+            code = int(
+                pytest.main(
+                    [
+                        *("-x", "-q", "--assert=plain", "-p", "no:cacheprovider"),
+                        *("-p", "no:hypothesispytest", "-k", dialect, *tests),
+                    ],
+                )
+            )
+        finally:
+            os._exit(code)
+    deadline = start + timeout
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            return "timeout", time.monotonic() - start
+        time.sleep(0.02)
+    code = os.waitstatus_to_exitcode(status)
+    elapsed = time.monotonic() - start
+    if code == 0:
+        return "survived", elapsed
+    if code == 5:
+        return "error: no tests collected", elapsed
+    return "killed", elapsed
+
+
+def _mutant_job(site: Site, tests: list[str], timeout: float) -> Result:
+    assert _WORKDIR is not None
+    pkg = _WORKDIR / "pkg"
+    target = pkg / "responses_stream" / site.dialect / "emitters.py"
+    target.write_text(mutant_source(_SOURCES[site.dialect], site.number), encoding="utf-8")
+    try:
+        outcome, seconds = _run_tests(pkg, tests, site.dialect, timeout)
+    finally:
+        target.write_text(_SOURCES[site.dialect], encoding="utf-8")
+    return Result(site, outcome, seconds, tests)
+
+
+def _baseline_job(dialect: str, tests: list[str], timeout: float) -> str:
+    assert _WORKDIR is not None
+    pkg = _WORKDIR / "pkg"
+    target = pkg / "responses_stream" / dialect / "emitters.py"
+    target.write_text(baseline_source(_SOURCES[dialect]), encoding="utf-8")
+    try:
+        outcome, _ = _run_tests(pkg, tests, dialect, timeout)
+    finally:
+        target.write_text(_SOURCES[dialect], encoding="utf-8")
+    return outcome
+
+
+def select(sites: list[Site], sample: int | None, seed: int) -> list[Site]:
+    """A deterministic sample (all sites when ``sample`` is None or large enough)."""
+    if sample is None or sample >= len(sites):
+        return list(sites)
+    rng = random.Random(seed)
+    chosen = rng.sample(range(len(sites)), sample)
+    return [sites[i] for i in sorted(chosen)]
+
+
+def run(
+    package: Path,
+    sample: int | None,
+    seed: int,
+    jobs: int,
+    timeout: float,
+    dialects: tuple[str, ...],
+    progress: bool = True,
+) -> dict[str, Any]:
+    sources = {
+        d: (package / "responses_stream" / d / "emitters.py").read_text(encoding="utf-8")
+        for d in dialects
+    }
+    all_sites = [s for d in dialects for s in find_sites(d, sources[d])]
+    chosen = select(all_sites, sample, seed)
+    plans = {}
+    for d in dialects:
+        classes = item_classes(sources[d])
+        tree = ast.parse(sources[d])
+        for s in chosen:
+            if s.dialect == d:
+                plans[(d, s.number)] = tests_for(s, sources[d], classes, tree)
+    started = time.monotonic()
+    results: list[Result] = []
+    with (
+        tempfile.TemporaryDirectory(prefix="mutate-") as base,
+        ProcessPoolExecutor(
+            max_workers=jobs, initializer=_init_worker, initargs=(str(package), sources, base)
+        ) as pool,
+    ):
+        every_test = sorted({t for ts in plans.values() for t in ts})
+        for d in dialects:
+            outcome = pool.submit(_baseline_job, d, every_test, timeout).result()
+            if outcome != "survived":
+                raise SystemExit(f"the unmutated {d} emitters fail the generated tests: {outcome}")
+        live = [s for s in chosen if not s.equivalent]
+        for s in chosen:
+            if s.equivalent:
+                results.append(Result(s, "equivalent", 0.0, plans[(s.dialect, s.number)]))
+        futures = [pool.submit(_mutant_job, s, plans[(s.dialect, s.number)], timeout) for s in live]
+        for i, fut in enumerate(futures, 1):
+            res = fut.result()
+            results.append(res)
+            if progress:
+                print(
+                    f"[{i}/{len(futures)}] {res.outcome:8} {res.seconds:5.1f}s "
+                    f"{res.site.dialect}/emitters.py:{res.site.line} {res.site.detail}",
+                    file=sys.stderr,
+                    flush=True,
+                )
+    return report(all_sites, results, sample, seed, time.monotonic() - started)
+
+
+def report(
+    all_sites: list[Site],
+    results: list[Result],
+    sample: int | None,
+    seed: int,
+    seconds: float,
+) -> dict[str, Any]:
+    counts = Counter(r.outcome for r in results)
+    live = counts["killed"] + counts["survived"] + counts["timeout"]
+    killed = counts["killed"] + counts["timeout"]
+    results.sort(key=lambda r: (r.site.dialect, r.site.number))
+    return {
+        "sites": len(all_sites),
+        "sampled": len(results),
+        "sample": sample,
+        "seed": seed,
+        "seconds": round(seconds, 1),
+        "counts": dict(sorted(counts.items())),
+        "kill_share": round(killed / live, 4) if live else 1.0,
+        "survivors": [_describe(r) for r in results if r.outcome == "survived"],
+        "timeouts": [_describe(r) for r in results if r.outcome == "timeout"],
+        "equivalent": [
+            {**_describe(r), "reason": r.site.equivalent}
+            for r in results
+            if r.outcome == "equivalent"
+        ],
+        "errors": [_describe(r) for r in results if r.outcome.startswith("error")],
+    }
+
+
+def _describe(r: Result) -> dict[str, Any]:
+    s = r.site
+    return {
+        "where": f"generated/responses_stream/{s.dialect}/emitters.py:{s.line}",
+        "in": f"{s.owner}.{s.function}" if s.owner else s.function or "<module>",
+        "mutation": f"{s.operator}: {s.detail}",
+        "tests": r.tests,
+    }
+
+
+def format_report(rep: dict[str, Any]) -> str:
+    c = rep["counts"]
+    lines = [
+        f"mutation sites: {rep['sites']}, sampled: {rep['sampled']} (seed {rep['seed']})",
+        f"killed: {c.get('killed', 0)}, survived: {c.get('survived', 0)}, "
+        f"timeouts: {c.get('timeout', 0)}, equivalent: {c.get('equivalent', 0)}",
+        f"kill share of non-equivalent mutants: {rep['kill_share']:.1%} "
+        f"(timeouts count as killed) in {rep['seconds']}s",
+    ]
+    if rep["survivors"]:
+        lines.append("survivors:")
+        lines += [f"  {d['where']} ({d['in']}) {d['mutation']}" for d in rep["survivors"]]
+    if rep["timeouts"]:
+        lines.append("timeouts:")
+        lines += [f"  {d['where']} ({d['in']}) {d['mutation']}" for d in rep["timeouts"]]
+    if rep["equivalent"]:
+        lines.append("equivalent (not counted in the share):")
+        reasons = Counter(d["reason"] for d in rep["equivalent"])
+        lines += [f"  {n} x {reason}" for reason, n in sorted(reasons.items())]
+        lines += [f"    {d['where']} {d['mutation']}" for d in rep["equivalent"]]
+    if rep["errors"]:
+        lines.append("errors:")
+        lines += [f"  {d['where']} {d['mutation']}" for d in rep["errors"]]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m generator.testing.mutate", description=__doc__)
+    ap.add_argument("--package", type=Path, default=GENERATED, help="the generated folder")
+    ap.add_argument("--sample", type=int, default=DEFAULT_SAMPLE, help="mutants to run")
+    ap.add_argument("--all", action="store_true", help="run every mutant, no sampling")
+    ap.add_argument("--seed", type=int, default=DEFAULT_SEED, help="seed of the sample")
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, help="seconds per mutant")
+    ap.add_argument("--dialect", action="append", choices=DIALECTS, help="default: both")
+    ap.add_argument("--json", type=Path, help="also write the report as JSON here")
+    ap.add_argument("--min-kill-share", type=float, default=0.0, help="exit 1 below this")
+    ap.add_argument("--quiet", action="store_true", help="no progress lines")
+    args = ap.parse_args(argv)
+    rep = run(
+        args.package.resolve(),
+        None if args.all else args.sample,
+        args.seed,
+        max(1, args.jobs),
+        args.timeout,
+        tuple(args.dialect or DIALECTS),
+        progress=not args.quiet,
+    )
+    print(format_report(rep))
+    if args.json:
+        args.json.write_text(json.dumps(rep, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return 1 if rep["kill_share"] < args.min_kill_share else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
