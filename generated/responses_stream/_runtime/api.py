@@ -3,7 +3,15 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator, Mapping
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterable,
+    AsyncIterator,
+    Iterable,
+    Iterator,
+    Mapping,
+)
+from contextlib import aclosing
 from typing import Any
 
 from .chat import ChatToResponses, InputFailure
@@ -118,27 +126,17 @@ async def aevents_from_chat(
     conv = _setup(dialect, request, model, **kw)
     for event in conv.proc.drain():
         yield event
-    source = aiter(chunks)
-    try:
-        while not conv.done:
-            try:
-                chunk = await anext(source)
-            except StopAsyncIteration:
-                break
-            except Exception as exc:
-                conv._fail(*source_failure(exc))
-                break
+    async with aclosing(_read(conv, chunks)) as reader:
+        async for chunk in reader:
             if isinstance(chunk, str):
                 conv.feed_data(chunk)
             else:
                 conv.feed(chunk)
             for event in conv.proc.drain():
                 yield event
-        conv.end()
-        for event in conv.proc.drain():
-            yield event
-    finally:
-        await _aclose(source)
+    conv.end()
+    for event in conv.proc.drain():
+        yield event
 
 
 async def asse_from_chat(
@@ -157,21 +155,35 @@ async def asse_from_chat(
     conv = _setup(dialect, request, model, **kw)
     for frame in conv.proc.drain_sse():
         yield frame
+    async with aclosing(_read(conv, chunks)) as reader:
+        async for chunk in reader:
+            frames = conv.feed_data_sse(chunk) if isinstance(chunk, str) else conv.feed_sse(chunk)
+            for frame in frames:
+                yield frame
+    for frame in conv.end_sse():
+        yield frame
+
+
+async def _read(
+    conv: ChatToResponses, chunks: AsyncIterable[Mapping[str, Any] | str]
+) -> AsyncGenerator[Mapping[str, Any] | str, None]:
+    """The chunks of an async source until it ends or the stream is done.
+
+    A source that raises fails the stream (see ``source_failure``) and ends the
+    reading; the source is closed (its ``aclose()``) however the reading ends,
+    also when the stream is abandoned.
+    """
     source = aiter(chunks)
     try:
         while not conv.done:
             try:
                 chunk = await anext(source)
             except StopAsyncIteration:
-                break
+                return
             except Exception as exc:
                 conv._fail(*source_failure(exc))
-                break
-            frames = conv.feed_data_sse(chunk) if isinstance(chunk, str) else conv.feed_sse(chunk)
-            for frame in frames:
-                yield frame
-        for frame in conv.end_sse():
-            yield frame
+                return
+            yield chunk
     finally:
         await _aclose(source)
 
