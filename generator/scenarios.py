@@ -7,7 +7,6 @@ The expectations come from the specs alone, never from the emitters.
 
 from __future__ import annotations
 
-from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -95,20 +94,27 @@ def _events(
 
 
 def _finish_path(m: MachineC, start: str, last: str) -> list[str] | None:
-    """The shortest run of progress transitions from ``start`` ending with ``last``."""
-    queue: deque[tuple[str, list[str]]] = deque([(start, [])])
-    seen = {start}
-    while queue:
-        state, path = queue.popleft()
+    """The longest run of progress transitions from ``start`` ending with ``last``.
+
+    The longest, not the shortest, so that a state a run may skip (a diff that
+    streams before its item closes) is still gone through and its events checked.
+    """
+    best: list[str] | None = None
+
+    def walk(state: str, path: list[str], seen: set[str]) -> None:
+        nonlocal best
         for name, target in m.states[state].on.items():
             if name == last:
-                return path + [name]
+                if best is None or len(path) + 1 > len(best):
+                    best = [*path, name]
+                continue
             if target == state or name in ("incomplete", "fail", "done"):
                 continue
             if target not in seen and target not in m.finals:
-                seen.add(target)
-                queue.append((target, path + [name]))
-    return None
+                walk(target, [*path, name], seen | {target})
+
+    walk(start, [], {start})
+    return best
 
 
 class _Walker:

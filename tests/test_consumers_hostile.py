@@ -39,6 +39,7 @@ from responses_stream import (
 from responses_stream._runtime.sse_parse import (
     DEFAULT_MAX_EVENT_BYTES,
     DEFAULT_MAX_LINE_BYTES,
+    MAX_NESTING,
     SSELimitError,
     SSEParser,
     parse_sse,
@@ -330,6 +331,23 @@ def test_deep_nesting_is_a_violation() -> None:
     assert "MALFORMED_EVENT" in errors(validate_payloads(s))
     raw = b"data: " + b"[" * 100_000 + b"]" * 100_000 + b"\n\n"
     assert "MALFORMED_JSON" in errors(validate_bytes(raw))
+
+
+def test_the_nesting_bound_is_the_same_on_every_python() -> None:
+    """Depth MAX_NESTING is accepted and one more refused, whatever the interpreter's recursion limit."""
+    for depth, bad in ((MAX_NESTING, False), (MAX_NESTING + 1, True)):
+        s = recording(TEXT)
+        deep: Any = []
+        for _ in range(depth - 2):  # the event object and the innermost list are two levels
+            deep = [deep]
+        s[4] = {**s[4], "extra": deep}
+        assert ("MALFORMED_EVENT" in errors(validate_payloads(s))) is bad, depth
+        raw = "".join(f"data: {json.dumps(e)}\n\n" for e in s).encode()
+        assert ("MALFORMED_JSON" in errors(validate_bytes(raw))) is bad, depth
+    # brackets inside strings do not count
+    s = recording(TEXT)
+    s[4] = {**s[4], "extra": "[" * 1000}
+    assert not errors(validate_payloads(s))
 
 
 def test_wrong_types_where_deltas_accumulate_are_violations() -> None:

@@ -25,11 +25,13 @@ ID_PREFIX = "apc_"
 WIRE = {
     "openai": {
         "response.apply_patch_call_operation_diff.delta": "response.apply_patch_call_operation_diff.delta",
+        "response.apply_patch_call_operation_diff.done": "response.apply_patch_call_operation_diff.done",
         "response.output_item.added": "response.output_item.added",
         "response.output_item.done": "response.output_item.done",
     },
     "openresponses": {
         "response.apply_patch_call_operation_diff.delta": "openai:response.apply_patch_call_operation_diff.delta",
+        "response.apply_patch_call_operation_diff.done": "openai:response.apply_patch_call_operation_diff.done",
         "response.output_item.added": "response.output_item.added",
         "response.output_item.done": "response.output_item.done",
     },
@@ -59,6 +61,11 @@ SCENARIOS: list[dict[str, Any]] = [
                 "method": "diff_delta",
                 "kwargs": {"delta": 'lo, "wörld" ✓\n'},
                 "events": [["response.apply_patch_call_operation_diff.delta", "item", -1]],
+            },
+            {
+                "method": "diff_done",
+                "kwargs": {"diff": "diff-4"},
+                "events": [["response.apply_patch_call_operation_diff.done", "item", -1]],
             },
             {
                 "method": "done",

@@ -106,6 +106,11 @@ SCENARIOS: list[dict[str, Any]] = [
                 ],
             },
             {
+                "method": "searching",
+                "kwargs": {},
+                "events": [["response.file_search_call.searching", "item", -1]],
+            },
+            {
                 "method": "fail",
                 "kwargs": {},
                 "events": [["response.output_item.done", "output", -1]],

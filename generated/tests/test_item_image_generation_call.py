@@ -109,6 +109,16 @@ SCENARIOS: list[dict[str, Any]] = [
                 ],
             },
             {
+                "method": "generating",
+                "kwargs": {},
+                "events": [["response.image_generation_call.generating", "item", -1]],
+            },
+            {
+                "method": "partial_image",
+                "kwargs": {"partial_image_b64": "partial_image_b64-3"},
+                "events": [["response.image_generation_call.partial_image", "item", -1]],
+            },
+            {
                 "method": "fail",
                 "kwargs": {},
                 "events": [["response.output_item.done", "output", -1]],

@@ -102,6 +102,11 @@ SCENARIOS: list[dict[str, Any]] = [
                 ],
             },
             {
+                "method": "searching",
+                "kwargs": {},
+                "events": [["response.web_search_call.searching", "item", -1]],
+            },
+            {
                 "method": "fail",
                 "kwargs": {},
                 "events": [["response.output_item.done", "output", -1]],

@@ -32,6 +32,31 @@ DEFAULT_MAX_EVENT_BYTES = 16 * MIB
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
+MAX_NESTING = 128
+"""How deep JSON arrays and objects may nest in one event before a checker refuses it.
+
+Real events nest about ten levels; the bound keeps the verdict the same on every
+Python version (their recursion limits differ)."""
+
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_BRACKET = re.compile(r"[\[\]{}]")
+
+
+def nesting_exceeds(text: str, limit: int = MAX_NESTING) -> bool:
+    """Whether the JSON ``text`` nests arrays and objects deeper than ``limit``."""
+    if text.count("[") + text.count("{") <= limit:
+        return False
+    depth = 0
+    for match in _BRACKET.finditer(_JSON_STRING.sub("", text)):
+        if match.group() in "[{":
+            depth += 1
+            if depth > limit:
+                return True
+        else:
+            depth -= 1
+    return False
+
+
 def has_surrogate(text: str) -> bool:
     """Whether ``text`` holds a UTF-16 surrogate code point (as a ``\\ud800`` escape decodes)."""
     return not text.isascii() and _SURROGATE.search(text) is not None

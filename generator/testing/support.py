@@ -574,6 +574,15 @@ def _refused(call: Any, transition: str, allowed: set[str]) -> None:
     raise AssertionError(f"response.{transition} was accepted out of order")
 
 
+def _numbers(value: Any) -> set[Any]:
+    """Every number in a JSON value."""
+    if isinstance(value, dict):
+        return set().union(*(_numbers(v) for v in value.values()))
+    if isinstance(value, list):
+        return set().union(*(_numbers(v) for v in value))
+    return {value} if isinstance(value, int | float) and not isinstance(value, bool) else set()
+
+
 def check_envelope(dialect: str) -> None:
     """The response lifecycle: every path emits valid events, and misuse is refused."""
     d = rs.DIALECTS[dialect]
@@ -615,7 +624,28 @@ def check_envelope(dialect: str) -> None:
     stream += r.completed()
     final = check(stream, "completed")
     assert isinstance(final["completed_at"], int) and final["usage"] is not None
+    assert _numbers(final["usage"]) == {0}, final["usage"]  # no usage given: every count 0
     assert r.closed
+    # the request's function tools are echoed, namespaced ones flattened
+    tools = [
+        {"type": "function", "name": "f", "parameters": {"type": "object"}},
+        {
+            "type": "namespace",
+            "name": "ns",
+            "description": "d",
+            "tools": [{"type": "function", "name": "g"}],
+        },
+    ]
+    r = fresh(request={"model": "echoed", "tools": tools})
+    final = check(r.created() + r.in_progress() + r.completed(), "completed")
+    if d.echo_tools == "functions":
+        assert [(t["type"], t["name"]) for t in final["tools"]] == [
+            ("function", "f"),
+            ("function", "ns.g"),
+        ]
+        assert final["tools"][0]["parameters"] == {"type": "object"}
+    else:
+        assert final["tools"] == tools
     late = {"incomplete": ("max_output_tokens",), "failed": ("x",), "error": ("x",)}
     # Where each transition is legal in the runs of this check: the refusals name them.
     legal = {

@@ -24,6 +24,9 @@ class Dialect:
     emitter: Any  # the dialect's ResponseEmitter class
     item_emitters: dict[str, Any]  # spec item type -> emitter class
     tables: ModuleType  # the package's state machine and routing tables
+    # how a response echoes the request's tools: "as_requested", or "functions"
+    # (function tools only, namespaces flattened to namespace.name)
+    echo_tools: str = "as_requested"
 
     def encoder(self) -> SSEEncoder:
         """An SSE encoder with this dialect's framing."""

@@ -23,9 +23,11 @@ from .processor import get_dialect
 from .sse_parse import (
     DEFAULT_MAX_EVENT_BYTES,
     DEFAULT_MAX_LINE_BYTES,
+    MAX_NESTING,
     SSELimitError,
     has_surrogate,
     join_surrogates,
+    nesting_exceeds,
     parse_sse,
     replace_surrogates,
 )
@@ -308,6 +310,11 @@ class StreamValidator:
         """One SSE message: its ``data`` text and its ``event:`` name, if any."""
         if data.strip() == "[DONE]":
             return
+        if nesting_exceeds(data):
+            self.index += 1
+            self.seq = None
+            self._add("MALFORMED_JSON", f"data nests deeper than {MAX_NESTING} levels")
+            return
         try:
             payload = json.loads(data, parse_constant=_not_json)
         except (ValueError, RecursionError) as exc:
@@ -444,6 +451,9 @@ class StreamValidator:
             text = json.dumps(known)
         except (TypeError, ValueError) as exc:  # a payload given as objects, not JSON
             self._add("MALFORMED_EVENT", f"{kind}: not a JSON value ({exc})")
+            return
+        if nesting_exceeds(text):
+            self._add("MALFORMED_EVENT", f"{kind}: nests deeper than {MAX_NESTING} levels")
             return
         try:
             decoded = self.event_type.decode(text)

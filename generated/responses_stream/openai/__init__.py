@@ -179,6 +179,7 @@ DIALECT = Dialect(
     emitter=ResponseEmitter,
     item_emitters=dict(ITEM_EMITTERS),
     tables=tables,
+    echo_tools="as_requested",
 )
 
 __all__ = [

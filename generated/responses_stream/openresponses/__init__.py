@@ -142,6 +142,7 @@ DIALECT = Dialect(
     emitter=ResponseEmitter,
     item_emitters=dict(ITEM_EMITTERS),
     tables=tables,
+    echo_tools="functions",
 )
 
 __all__ = [
