@@ -6,9 +6,13 @@ VENV ?= .venv
 BIN := $(abspath $(VENV))/bin
 PYTHON := $(BIN)/python
 
-.PHONY: all install generate check test lint typecheck pytest fuzz mutate bench clean
+# DEVELOP marks the generated package installed into the venv (editable: it follows
+# every later `make generate`; reinstalled when its metadata changes).
+DEVELOP := $(abspath $(VENV))/.responses-stream-develop
 
-all: install generate
+.PHONY: all install develop generate check test lint typecheck pytest fuzz mutate bench clean
+
+all: install generate develop
 
 $(BIN)/activate: requirements.txt
 	$(PY) -m venv $(VENV)
@@ -20,6 +24,12 @@ install: $(BIN)/activate
 
 generate: install
 	$(PYTHON) -m generator generate
+
+develop: $(DEVELOP)
+
+$(DEVELOP): generated/pyproject.toml $(BIN)/activate
+	$(PYTHON) -m pip install --quiet --no-deps --no-build-isolation --editable ./generated
+	touch $@
 
 check: install
 	$(PYTHON) -m generator check

@@ -1,4 +1,7 @@
-"""``python -m generator generate|check [--spec DIR] [--out DIR]``."""
+"""``python -m generator generate|check [--spec DIR] [--overlay DIR]... [--out DIR]``.
+
+Installed, the same command is ``responses-stream-generate``.
+"""
 
 from __future__ import annotations
 
@@ -6,12 +9,15 @@ import argparse
 import json
 import shutil
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 from .compile import build_catalog
 from .errors import SpecErrors
 from .loader import load_dir
 from .render import render_all
+from .resources import base_spec, is_installed_spec
+from .runtime.version import __version__
 from .spec_model import spec_json_schema
 from .writer import (
     STAGE_PREFIX,
@@ -37,9 +43,9 @@ def schema_stale(spec: Path) -> bool:
     return not schema.exists() or schema.read_text(encoding="utf-8") != schema_text()
 
 
-def render(spec: Path) -> dict[str, str]:
+def render(spec: Path, overlays: Sequence[Path] = ()) -> dict[str, str]:
     """Load, check and render; raise ``SpecErrors`` listing every problem."""
-    sources, errors = load_dir(spec)
+    sources, errors = load_dir(spec, overlays)
     if errors:
         raise SpecErrors(errors)
     return render_all(build_catalog(sources), spec)
@@ -52,8 +58,13 @@ def _spec_litter(spec: Path) -> None:
             path.unlink()
 
 
-def cmd_generate(spec: Path, out: Path) -> int:
-    files = render(spec)
+def _writes_schema(spec: Path) -> bool:
+    """The spec folder's JSON Schema is kept fresh, except in an installed copy."""
+    return not is_installed_spec(spec) and schema_stale(spec)
+
+
+def cmd_generate(spec: Path, out: Path, overlays: Sequence[Path] = ()) -> int:
+    files = render(spec, overlays)
     with locked(out):
         recover(out)
         _spec_litter(spec)
@@ -63,15 +74,15 @@ def cmd_generate(spec: Path, out: Path) -> int:
         finally:
             if stage.exists():
                 shutil.rmtree(stage)
-        if schema_stale(spec):
+        if _writes_schema(spec):
             write_text_atomic(spec / SCHEMA_FILE, schema_text())
             changed.append(f"{spec.name}/{SCHEMA_FILE}")
     print(f"generated {len(files)} files into {out} ({len(changed)} changed)")
     return 0
 
 
-def cmd_check(spec: Path, out: Path) -> int:
-    files = render(spec)
+def cmd_check(spec: Path, out: Path, overlays: Sequence[Path] = ()) -> int:
+    files = render(spec, overlays)
     with locked(out):
         recover(out)
         stage = render_to_stage(files, out.resolve().parent)
@@ -79,7 +90,7 @@ def cmd_check(spec: Path, out: Path) -> int:
             drift = diff_trees(stage, out)
         finally:
             shutil.rmtree(stage)
-    if schema_stale(spec):
+    if _writes_schema(spec):
         drift.append(f"{spec.name}/{SCHEMA_FILE}")
     if drift:
         print("generated output differs from a fresh render; run `make generate`:")
@@ -90,22 +101,64 @@ def cmd_check(spec: Path, out: Path) -> int:
     return 0
 
 
+EPILOG = """examples:
+  {prog} generate                        the base catalogue into ./generated
+  {prog} generate --overlay my_items     the base catalogue plus your item files
+  {prog} check --out generated           exit 1 if ./generated is not a fresh render
+"""
+
+
+def _prog() -> str:
+    name = Path(sys.argv[0]).name
+    return "python -m generator" if name in ("__main__.py", "-c", "") else name
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m generator", description=__doc__)
+    prog = _prog()
+    parser = argparse.ArgumentParser(
+        prog=prog,
+        description="Render the Responses streaming package (models, emitters, stream tools, "
+        "tests and docs) from YAML item specs.",
+        epilog=EPILOG.format(prog=prog),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
-    for name, help_ in (("generate", "render every output file"), ("check", "fail on drift")):
-        p = sub.add_parser(name, help=help_)
+    for name, help_ in (
+        ("generate", "render every output file into --out, atomically"),
+        ("check", "exit 1 if --out differs from a fresh render (drift)"),
+    ):
+        p = sub.add_parser(
+            name,
+            help=help_,
+            description=help_[0].upper() + help_[1:] + ".",
+            epilog=EPILOG.format(prog=prog),
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
         p.add_argument(
-            "--spec", type=Path, default=Path("spec"), help="spec folder (default: spec)"
+            "--spec",
+            type=Path,
+            default=None,
+            help="the base spec folder (default: the catalogue shipped with the generator)",
+        )
+        p.add_argument(
+            "--overlay",
+            type=Path,
+            action="append",
+            default=[],
+            metavar="DIR",
+            help="a folder of extra spec files (item types, ...) on top of the base; a file at "
+            "the same relative path replaces the base one; may be repeated",
         )
         p.add_argument(
             "--out", type=Path, default=Path("generated"), help="output folder (default: generated)"
         )
     args = parser.parse_args(argv)
+    spec = args.spec if args.spec is not None else base_spec()
     try:
         if args.command == "generate":
-            return cmd_generate(args.spec, args.out)
-        return cmd_check(args.spec, args.out)
+            return cmd_generate(spec, args.out, args.overlay)
+        return cmd_check(spec, args.out, args.overlay)
     except SpecErrors as exc:
         for err in exc.errors:
             print(err, file=sys.stderr)

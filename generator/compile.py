@@ -11,6 +11,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import names
 from . import spec_model as sm
 from .errors import SpecError, SpecErrors
 from .loader import Source
@@ -58,6 +59,13 @@ RESERVED_ENVELOPE = RESERVED_MEMBERS | {
     "close_item",
     "require_closed_items",
 }
+# Response fields the response emitter fills itself (the id and creation time
+# have keyword arguments of their own; the output is the items streamed). Every
+# other response field is a keyword argument of ``ResponseEmitter``.
+ENVELOPE_OWN_FIELDS = {"id", "created_at", "output"}
+# Names ``ResponseEmitter.__init__`` uses besides those keyword arguments: a
+# response field of such a name would shadow one.
+ENVELOPE_INIT_NAMES = {"function_tools", "ids", "key", "now", "request", "self", "super"}
 # Names the generated emitters use themselves inside their methods: their own
 # locals and parameters, the module-level names they import or define, and the
 # builtins they call. A transition parameter or an item field (a keyword argument
@@ -107,6 +115,7 @@ PART_STATE_MEMBERS = {"index", "state", "snapshot"}
 # a dialect is a subpackage of that name.  The render checks the package it
 # writes as well, so a name added to the package later is refused there too.
 PACKAGE_NAMES = {
+    "__version__",
     "achat_sse_from_responses",
     "aevents_from_chat",
     "annotations",
@@ -132,12 +141,14 @@ GENERATED_CLASSES = {
     "Annotated",
     "Any",
     "Callable",
+    "ClassVar",
     "ContentPart",
     "Event",
     "Item",
     "ItemEmitter",
     "Literal",
     "Meta",
+    "Never",
     "Payload",
     "Response",
     "ResponseEmitter",
@@ -147,6 +158,7 @@ GENERATED_CLASSES = {
     "TextAcc",
     "TransitionError",
     "TypeAlias",
+    "UNSET",
     "UnsetType",
 }
 HARMONY_SOURCES = {
@@ -231,6 +243,7 @@ class PartC:
     fields: list[FieldC]
     machine: MachineC
     read_optional: list[str] = field(default_factory=list)
+    cls: str = ""  # the model's class name
 
 
 @dataclass
@@ -246,6 +259,8 @@ class ItemC:
     source: str
     events: list[str]
     read_optional: list[str] = field(default_factory=list)
+    cls: str = ""  # the model's class name
+    emitter: str = ""  # the emitter's class name
 
 
 @dataclass
@@ -257,6 +272,7 @@ class EventC:
     owner: str = ""  # source file that declared it
     read_optional: list[str] = field(default_factory=list)
     read_legacy: list[str] = field(default_factory=list)
+    cls: str = ""  # the model's class name
 
 
 @dataclass
@@ -418,6 +434,7 @@ class _Builder:
             self.add_events(src, ("events",), src.model.events)
 
         self.parts: dict[str, PartC] = {}
+        self.part_src: dict[str, Source] = {}
         for src in by_kind["parts"]:
             for name, spec in src.model.parts.items():
                 path: tuple[str | int, ...] = ("parts", name)
@@ -428,8 +445,16 @@ class _Builder:
                 pfields = self.item_fields(src, path, spec.fields, spec.context, {}, part=True)
                 machine = self.machine(src, path, name, spec, "part", spec.index, pfields)
                 self.read_optional(src, path, spec.read_optional, [f.name for f in pfields])
+                self.part_src[name] = src
                 self.parts[name] = PartC(
-                    name, spec.type, spec.index, spec.doc, pfields, machine, spec.read_optional
+                    name,
+                    spec.type,
+                    spec.index,
+                    spec.doc,
+                    pfields,
+                    machine,
+                    spec.read_optional,
+                    self.class_name(src, path, spec.class_, names.part_class(name)),
                 )
 
         self.items: dict[str, ItemC] = {}
@@ -441,7 +466,7 @@ class _Builder:
         env = env_src.model
         rfields = []
         for name, rf in env.response.items():
-            self.ident(env_src, ("response", name), name, "field")
+            self.py_name(env_src, ("response", name), name, "field", ENVELOPE_INIT_NAMES)
             rfields.append(ResponseFieldC(name, self.typ(env_src, ("response", name), rf.type), rf))
         self.read_optional(env_src, (), env.read_optional, list(env.response))
         envelope = self.machine(env_src, (), "envelope", env, "envelope", "", [])
@@ -554,25 +579,40 @@ class _Builder:
             list(env.read_optional),
         )
 
+    def class_name(
+        self, src: Source, path: tuple[str | int, ...], given: str | None, default: str
+    ) -> str:
+        """A model's class name: the spec's ``class``, checked, or the default rule's."""
+        if given is None:
+            return default
+        if not TYPE_NAME.match(given) or given in HARD_KEYWORDS:
+            self.err(src, path + ("class",), f"bad class name {given!r} (CamelCase)")
+            return default
+        return given
+
     def check_class_names(self, type_src: dict[str, Source]) -> None:
         """Every generated class name is distinct and does not shadow a name the modules use."""
-        from .schema import event_class, item_class, part_class
-
         owners: dict[str, str] = {name: "the generated code" for name in GENERATED_CLASSES}
         found: list[tuple[str, Source, tuple[str | int, ...], str]] = []
+
+        def at(path: tuple[str | int, ...], explicit: str | None) -> tuple[str | int, ...]:
+            return path + ("class",) if explicit is not None else path
+
         for name in self.types:
             found.append((name, type_src[name], ("types", name), f"type {name!r}"))
-        for name in self.parts:
-            src = next(s for s in self.sources if s.model.kind == "parts")
-            found.append((part_class(name), src, ("parts", name), f"part {name!r}"))
-        for name in self.items:
-            cls = item_class(name)
+        for name, part in self.parts.items():
+            src = self.part_src[name]
+            path = at(("parts", name), src.model.parts[name].class_)
+            found.append((part.cls, src, path, f"part {name!r}"))
+        for name, item in self.items.items():
+            src = self.item_src[name]
             what = f"item type {name!r}"
-            found.append((cls, self.item_src[name], ("type",), what))
-            emitter = cls.removesuffix("Item") + "Emitter"
-            found.append((emitter, self.item_src[name], ("type",), what))
+            path = ("class",) if src.model.class_ is not None else ("type",)
+            found.append((item.cls, src, path, what))
+            found.append((item.emitter, src, ("type",), what))
         for name, (src, path) in self.event_src.items():
-            found.append((event_class(name), src, path, f"event {name!r}"))
+            path = at(path, src.model.events[name].class_)
+            found.append((self.events[name].cls, src, path, f"event {name!r}"))
         for cls, src, path, what in found:
             if cls in owners:
                 self.err(src, path, f"{what} makes the class {cls!r}, as does {owners[cls]}")
@@ -686,6 +726,7 @@ class _Builder:
                 src.name,
                 spec.read_optional,
                 spec.read_legacy,
+                self.class_name(src, epath, spec.class_, names.event_class(name)),
             )
 
     def event_fields(
@@ -773,6 +814,8 @@ class _Builder:
             src.name,
             events,
             spec.read_optional,
+            self.class_name(src, (), spec.class_, names.item_class(spec.type)),
+            names.emitter_class(spec.type),
         )
 
     def item_fields(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -200,15 +201,36 @@ def _message(err: Any) -> str:
     return str(err["msg"])
 
 
-def load_dir(spec_dir: Path) -> tuple[list[Source], list[SpecError]]:
-    """Load every ``*.yaml`` under ``spec_dir`` in sorted order."""
+def spec_files(spec_dir: Path, overlays: Sequence[Path] = ()) -> list[tuple[Path, str]]:
+    """Every ``*.yaml`` of ``spec_dir`` and of each overlay folder, with its display name.
+
+    An overlay file replaces the file at the same relative path in the folders
+    before it (``items/message.yaml`` replaces the base message item); any other
+    overlay file adds to the catalogue, whatever its name (its ``kind`` says what
+    it is).  Sorted by relative path, so the result does not depend on the folders'
+    locations.
+    """
+    chosen: dict[str, tuple[Path, str]] = {}
+    for root in (spec_dir, *overlays):
+        for path in sorted(p for p in root.rglob("*.yaml") if p.is_file()):
+            rel = path.relative_to(root).as_posix()
+            chosen[rel] = (path, f"{root.name}/{rel}")
+    return [chosen[rel] for rel in sorted(chosen)]
+
+
+def load_dir(spec_dir: Path, overlays: Sequence[Path] = ()) -> tuple[list[Source], list[SpecError]]:
+    """Load every spec file of ``spec_dir`` and its overlays (see ``spec_files``)."""
     sources: list[Source] = []
     errors: list[SpecError] = []
-    files = sorted(p for p in spec_dir.rglob("*.yaml") if p.is_file())
+    for root in (spec_dir, *overlays):
+        if not root.is_dir():
+            errors.append(SpecError(root.name, 1, "-", f"not a folder: {comment_text(str(root))}"))
+    if errors:
+        return sources, errors
+    files = spec_files(spec_dir, overlays)
     if not files:
         errors.append(SpecError(spec_dir.name, 1, "-", "no spec files (*.yaml) found"))
-    for path in files:
-        name = f"{spec_dir.name}/{path.relative_to(spec_dir).as_posix()}"
+    for path, name in files:
         if not name.isprintable():
             shown = comment_text(name)
             errors.append(

@@ -13,6 +13,8 @@ import jinja2
 from .compile import Catalog, ItemC
 from .models import render_models
 from .pyexpr import comment_text, literal
+from .resources import license_text
+from .runtime.version import __version__
 from .scenarios import acc_pairs, address_fields, scenarios
 from .schema import dialect_schema
 from .tables import tables
@@ -122,7 +124,11 @@ def render_all(cat: Catalog, spec_dir: Path, *, with_models: bool = True) -> dic
     ctx = {"views": views, "cat": cat, "header": header(sources)}
     files[f"{pkg}/__init__.py"] = env.get_template("package_init.py.j2").render(ctx)
     files[f"{pkg}/__main__.py"] = env.get_template("package_main.py.j2").render(ctx)
-    files["pyproject.toml"] = env.get_template("pyproject.toml.j2").render(ctx)
+    files["pyproject.toml"] = env.get_template("pyproject.toml.j2").render(
+        {**ctx, "version": __version__}
+    )
+    files["README.md"] = env.get_template("package_readme.md.j2").render(ctx)
+    files["LICENSE"] = license_text()
     files[f"{pkg}/tables.py"] = env.get_template("tables.py.j2").render(
         {
             "header": header(sources),

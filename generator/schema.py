@@ -8,32 +8,12 @@ from .compile import ADDRESS_FIELDS, Catalog, DialectC
 from .types import TypeRef
 
 
-def camel(name: str) -> str:
-    """``response.output_text.delta`` -> ``OutputTextDelta``; ``acme:hit`` -> ``AcmeHit``."""
-    if name.startswith("response."):
-        name = name[len("response.") :]
-    words = name.replace(":", "_").replace(".", "_").replace("-", "_").split("_")
-    return "".join(w[:1].upper() + w[1:] for w in words if w)
-
-
-def event_class(name: str) -> str:
-    return camel(name) + "Event"
-
-
-def item_class(name: str) -> str:
-    return camel(name) + "Item"
-
-
-def part_class(name: str) -> str:
-    return camel(name) + "Part"
-
-
 def legacy_fields(cat: Catalog) -> dict[str, list[str]]:
     """Schema definition -> the fields a reader accepts absent, with a warning."""
     out = {name: list(spec.read_legacy) for name, spec in cat.types.items() if spec.read_legacy}
     for ev in cat.events.values():
         if ev.read_legacy:
-            out[event_class(ev.name)] = list(ev.read_legacy)
+            out[ev.cls] = list(ev.read_legacy)
     return dict(sorted(out.items()))
 
 
@@ -128,7 +108,7 @@ def dialect_schema(cat: Catalog, dialect: DialectC, reading: bool = False) -> di
     content: dict[str, str] = {}
     summary: dict[str, str] = {}
     for part in cat.parts.values():
-        cls = part_class(part.name)
+        cls = part.cls
         props = {f.name: type_schema(f.type) for f in part.fields}
         required = [f.name for f in part.fields if not f.spec.optional]
         required = _relax(props, required, loose(part.read_optional))
@@ -137,7 +117,7 @@ def dialect_schema(cat: Catalog, dialect: DialectC, reading: bool = False) -> di
 
     items: dict[str, str] = {}
     for item in cat.items.values():
-        cls = item_class(item.type)
+        cls = item.cls
         tag = dialect.item_type(item.type)
         iprops: dict[str, dict[str, Any]] = {
             "id": {"type": "string"},
@@ -163,7 +143,7 @@ def dialect_schema(cat: Catalog, dialect: DialectC, reading: bool = False) -> di
 
     events: dict[str, str] = {}
     for ev in cat.events.values():
-        cls = event_class(ev.name)
+        cls = ev.cls
         wire = dialect.event_type(ev.name)
         eprops: dict[str, dict[str, Any]] = {"sequence_number": {"type": "integer"}}
         for addr in ADDRESS_FIELDS[ev.address]:

@@ -11,6 +11,16 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+ClassName = Annotated[
+    str | None,
+    Field(
+        alias="class",
+        description=(
+            "The generated model's class name (CamelCase), where the default rule does not "
+            "give the official SDK's name."
+        ),
+    ),
+]
 Ref = Annotated[
     str,
     Field(
@@ -160,6 +170,7 @@ class PartSpec(Machine):
 
     index: Literal["content_index", "summary_index"]
     type: str = Field(description="The part's wire type, e.g. output_text.")
+    class_: ClassName = None
     fields: dict[str, ItemField]
     doc: str = ""
     read_optional: list[str] = Field(
@@ -177,6 +188,7 @@ class EventSpec(Strict):
     """An event of the shared catalogue, keyed by its wire name in the openai dialect."""
 
     address: Literal["none", "output", "item", "content", "summary"]
+    class_: ClassName = None
     doc: str = ""
     fields: dict[str, FieldDecl] = Field(default_factory=dict)
     read_legacy: list[str] = Field(
@@ -193,6 +205,7 @@ class EventSpec(Strict):
 class ItemFile(Machine):
     kind: Literal["item"]
     type: str = Field(description="The item's wire type, e.g. function_call or acme:search_result.")
+    class_: ClassName = None
     id_prefix: str
     doc: str = ""
     thin: bool = Field(default=False, description="Spec'd for catalogue coverage only.")

@@ -11,6 +11,7 @@ from typing import Any
 
 from .compile import (
     ADDRESS_FIELDS,
+    ENVELOPE_OWN_FIELDS,
     ActionC,
     Binding,
     Catalog,
@@ -24,7 +25,6 @@ from .compile import (
 )
 from .pyexpr import MUTABLE, literal, needs_convert, pytype
 from .runtime.stream import COMPACT_EVERY
-from .schema import event_class, item_class, part_class
 from .types import TypeRef
 
 
@@ -40,6 +40,7 @@ class Method:
     emits: list[str]  # event constructor expressions, in order
     emit_when: list[tuple[str, ...]]  # per emit: the source states it is limited to, or ()
     events: list[str]  # catalogue names, in order
+    returns: str  # the return annotation: a list of exactly the event models it may emit
     closes_part: bool = False
     final: bool = False
     part: str = ""  # the part kind for part transitions
@@ -86,6 +87,7 @@ class ItemView:
 @dataclass
 class EnvelopeView:
     fields: list[tuple[str, str]]  # (name, default expression)
+    params: list[tuple[str, str]]  # (keyword argument of the emitter, annotation)
     echo: list[str]
     methods: list[Method]
     initial: str
@@ -104,6 +106,7 @@ class DialectView:
     standard_events: list[str]
     extension_events: list[str]
     constants: list[tuple[str, str]] = field(default_factory=list)
+    typing_names: list[str] = field(default_factory=list)  # what the emitters import
 
 
 class _Ctx:
@@ -171,7 +174,7 @@ class _Ctx:
         bindings = self.v.bindings(emit)
         for b in bindings:
             args.append(f"{b.name}={self.source(b.source, b.type, machine)}")
-        return f"m.{event_class(emit.event)}({', '.join(args)})"
+        return f"m.{ev.cls}({', '.join(args)})"
 
     def action(self, act: ActionC, machine: MachineC, params: dict[str, Param]) -> str:
         if act.op == "append":
@@ -210,6 +213,7 @@ class _Ctx:
         body = [self.action(a, machine, params) for a in tr.actions]
         events = [e.event for e in tr.emits]
         emits = [self.event(e, machine) for e in tr.emits]
+        returns = self.v.returns(events)
         final = tr.target in machine.finals
         return Method(
             name=name,
@@ -223,6 +227,7 @@ class _Ctx:
             emits=emits,
             emit_when=[tuple(e.when or ()) for e in tr.emits],
             events=events,
+            returns=returns,
             final=final,
             transition=tr.name,
         )
@@ -246,6 +251,15 @@ class DialectViews:
         self.cat = cat
         self.d = dialect
         self.constants: dict[str, str] = {}
+        self.typing_names = {"Any", "Literal"}
+
+    def returns(self, events: list[str]) -> str:
+        """``list[m.A | m.B]``: the models of ``events``, each once, in order of appearance."""
+        classes = list(dict.fromkeys(f"m.{self.cat.events[e].cls}" for e in events))
+        if not classes:
+            self.typing_names.add("Never")
+            return "list[Never]"
+        return f"list[{' | '.join(classes)}]"
 
     def field_type(self, type_name: str, field_name: str) -> TypeRef:
         if type_name in self.cat.type_fields:
@@ -302,7 +316,7 @@ class DialectViews:
 
     # -- items ----------------------------------------------------------------
     def item(self, item: ItemC) -> ItemView:
-        cls = item_class(item.type)
+        cls = item.cls
         factory = item.type.replace(":", "_").replace("-", "_")
         ctx = _Ctx(self, "item", item.type)
         init_params: list[str] = []
@@ -349,9 +363,17 @@ class DialectViews:
                 snap_args.append(f"{f.name}=self.{f.name}")
         snapshot = f"m.{cls}({', '.join(snap_args)})"
         methods = []
+        # What closing an open part (its "done") emits, before a final transition's own events.
+        closing: list[str] = []
+        for kinds in item.slots.values():
+            for name in kinds:
+                done = self.cat.parts[name].machine.transitions.get("done")
+                closing += [e.event for e in done.emits] if done else []
         for tr in item.machine.transitions.values():
             meth = ctx.method(tr, item.machine, tr.name)
             meth.closes_part = meth.final and bool(item.slots)
+            if meth.closes_part:
+                meth.returns = self.returns(closing + meth.events)
             methods.append(meth)
         parts = []
         for slot, kinds in item.slots.items():
@@ -361,7 +383,7 @@ class DialectViews:
             type=item.type,
             wire=self.d.item_type(item.type),
             cls=cls,
-            emitter=cls.removesuffix("Item") + "Emitter",
+            emitter=item.emitter,
             factory=factory,
             id_prefix=item.id_prefix,
             doc=item.doc,
@@ -385,7 +407,7 @@ class DialectViews:
 
     def part(self, part: PartC, slot: str, owner: str) -> PartView:
         ctx = _Ctx(self, "part", owner, part)
-        cls = part_class(part.name)
+        cls = part.cls
         args = []
         for f in part.fields:
             if f.spec.acc is not None:
@@ -426,8 +448,15 @@ class DialectViews:
             ctx.method(tr, self.cat.envelope, tr.name)
             for tr in self.cat.envelope.transitions.values()
         ]
+        # Every field but those the emitter fills itself can be given to it.
+        params = [
+            (f.name, pytype(f.type))
+            for f in self.cat.response_fields
+            if f.name not in ENVELOPE_OWN_FIELDS
+        ]
         return EnvelopeView(
             fields=fields,
+            params=params,
             echo=[f.name for f in self.cat.response_fields if f.spec.echo],
             methods=methods,
             initial=self.cat.envelope.initial,
@@ -437,7 +466,7 @@ class DialectViews:
     def build(self) -> DialectView:
         items = [self.item(i) for i in self.cat.items.values()]
         env = self.envelope()
-        events = [(name, event_class(name), self.d.event_type(name)) for name in self.cat.events]
+        events = [(name, ev.cls, self.d.event_type(name)) for name, ev in self.cat.events.items()]
         return DialectView(
             name=self.d.name,
             doc=self.d.doc,
@@ -449,6 +478,7 @@ class DialectViews:
             standard_events=sorted(n for n in self.cat.events if self.d.is_standard_event(n)),
             extension_events=sorted(n for n in self.cat.events if not self.d.is_standard_event(n)),
             constants=sorted(self.constants.items()),
+            typing_names=sorted(self.typing_names),
         )
 
 

@@ -73,8 +73,8 @@ def sdk_definitions() -> dict[str, type[BaseModel]]:
     out["OutputTokensDetails"] = field_model(r.ResponseUsage, "output_tokens_details")
     out["Logprob"] = field_model(r.ResponseTextDeltaEvent, "logprobs")
     out["TopLogprob"] = field_model(out["Logprob"], "top_logprobs")
-    out["OutputTextPart"] = field_model(items["message"], "content", "output_text")
-    out["RefusalPart"] = field_model(items["message"], "content", "refusal")
+    out["ResponseOutputText"] = field_model(items["message"], "content", "output_text")
+    out["ResponseOutputRefusal"] = field_model(items["message"], "content", "refusal")
     out["SummaryTextPart"] = field_model(items["reasoning"], "summary")
     out["ReasoningTextPart"] = field_model(items["reasoning"], "content")
     return out

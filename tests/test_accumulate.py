@@ -28,6 +28,7 @@ events.  Where the two are compared, and why they can differ:
 from __future__ import annotations
 
 import copy
+import functools
 import importlib
 import json
 import warnings
@@ -450,9 +451,20 @@ def test_terminal_without_output_keeps_accumulated_output() -> None:
     assert acc.final == sdk.final()
 
 
+@functools.cache
+def _item_specs() -> dict[str, Any]:
+    """Every item spec by its type, whatever its file is called."""
+    out = {}
+    for path in sorted((ROOT / "spec").rglob("*.yaml")):
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        if isinstance(data, dict) and data.get("kind") == "item":
+            out[data["type"]] = data
+    return out
+
+
 def _spec_status(item_type: str) -> dict[str, str | None]:
     """event -> the status set by the spec's transition emitting it (None: not set there)."""
-    spec = yaml.safe_load((ROOT / "spec" / "items" / f"{item_type}.yaml").read_text())
+    spec = _item_specs()[item_type]
     finals = {s for s, v in spec["states"].items() if v.get("type") == "final"}
     out: dict[str, str | None] = {}
     for tr in spec["transitions"].values():

@@ -95,9 +95,17 @@ CASES: dict[str, list[Edit]] = {
             "types.yaml",
             "      code: string\n      message: string\n  ErrorPayload:",
             "      code: string\n      message: string\n"
-            "  FunctionCallItem:\n    fields: {x: string}\n  ErrorPayload:",
+            "  ResponseFunctionToolCall:\n    fields: {x: string}\n  ErrorPayload:",
         )
     ],
+    "duplicate_class": [
+        (
+            "events.yaml",
+            "    class: ResponseTextDoneEvent\n",
+            "    class: ResponseTextDeltaEvent\n",
+        )
+    ],
+    "bad_class_name": [(FC, "class: ResponseFunctionToolCall", "class: function_tool_call")],
     "dialect_name_clash": [("dialects/openresponses.yaml", "name: openresponses", "name: tables")],
     "file_name_control_characters": [
         ("items/x\nraise SystemExit(7)\n#.yaml", None, (ROOT / "spec" / FC).read_text("utf-8"))
@@ -107,6 +115,15 @@ CASES: dict[str, list[Edit]] = {
             FC,
             "doc: A call to a function tool that the client runs.",
             'doc: "A call \\ud800 to a function"',
+        )
+    ],
+    # Response fields are keyword arguments of ResponseEmitter, next to its own.
+    "reserved_response_field": [
+        (
+            "envelope.yaml",
+            '  user: {type: "string?", echo: true, default: null}\n',
+            '  user: {type: "string?", echo: true, default: null}\n'
+            '  request: {type: "object?", default: null}\n',
         )
     ],
     "raw_nul": [
@@ -241,7 +258,7 @@ import sys
 from pathlib import Path
 from responses_stream import openai as oa
 assert Path(oa.__file__).resolve().is_relative_to(Path(sys.argv[1]).resolve()), oa.__file__
-assert "match" in oa.models.FunctionCallItem.__struct_fields__
+assert "match" in oa.models.ResponseFunctionToolCall.__struct_fields__
 assert "case" in oa.models.ResponseError.__struct_fields__
 resp = oa.ResponseEmitter(model="m")
 resp.created()

@@ -80,6 +80,13 @@ def _payloads(dialect_name: str) -> list[dict[str, Any]]:
     return out
 
 
+def _carries_extension(payload: dict[str, Any]) -> bool:
+    """Whether the event holds an item of a provider extension (slug:type)."""
+    response = payload.get("response")
+    items = [payload.get("item"), *(response.get("output", []) if response else [])]
+    return any(isinstance(i, dict) and ":" in str(i.get("type", "")) for i in items)
+
+
 def test_all_59_openai_event_types_are_produced_and_validate() -> None:
     official = set(sdk_event_classes())
     assert len(official) == 59
@@ -88,9 +95,12 @@ def test_all_59_openai_event_types_are_produced_and_validate() -> None:
     assert official - produced == set(), "official events no spec produces"
     # Events that OpenAI sends beyond the pinned SDK's union (see the genuine
     # recordings); the SDK cannot validate them, the recordings test does.
-    assert produced - official <= BEYOND_SDK, "produced events the SDK does not know"
+    # Provider extensions added as YAML (a slug-prefixed type such as acme:...) are
+    # unknown to the SDK by design.
+    unknown = {t for t in produced - official if ":" not in t}
+    assert unknown <= BEYOND_SDK, "produced events the SDK does not know"
     for payload in payloads:
-        if payload["type"] not in BEYOND_SDK:
+        if payload["type"] in official and not _carries_extension(payload):
             validate_openai(payload)
 
 
@@ -101,7 +111,7 @@ def test_all_24_openresponses_event_types_are_produced_and_validate() -> None:
     produced = {p["type"] for p in payloads}
     assert standard - produced == set(), "Open Responses events no spec produces"
     extensions = produced - standard
-    assert all(t.startswith("openai:") for t in extensions), extensions
+    assert all(":" in t for t in extensions), extensions  # openai: or a provider's slug
     for payload in payloads:
         assert validate_openresponses(payload, rs.DIALECTS["openresponses"]) == [], payload["type"]
 

@@ -1,4 +1,5 @@
-"""The command line as a user meets it: exit codes, and never a traceback.
+"""The command line as a user meets it: exit codes, help, options, input files, and
+never a traceback.
 
 Every case runs ``python -m responses_stream`` as a real process with real
 pipes and checks the documented exit code and that stderr is one line, never
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -40,6 +42,12 @@ def _one_line(proc: subprocess.CompletedProcess[bytes]) -> str:
     assert "Traceback" not in err, err
     assert err.count("\n") == 1, err
     return err
+
+
+def _fixed(out: bytes) -> bytes:
+    """A stream with its random ids and its timestamps made fixed, to compare runs."""
+    out = re.sub(rb'"(resp|msg|rs|fc|call)_[0-9a-f]+"', rb'"\1_ID"', out)
+    return re.sub(rb'"(created_at|completed_at)":\d+', rb'"\1":0', out)
 
 
 def _last_event(out: bytes) -> str:
@@ -182,3 +190,142 @@ def test_internal_errors_are_one_line_unless_debug() -> None:
         env={**env, "RESPONSES_STREAM_DEBUG": "1"},
     )
     assert b"Traceback" in debug.stderr
+
+
+# -- help, version, options ------------------------------------------------------------
+COMMANDS = ("from-chat", "validate", "to-chat")
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_each_command_explains_itself(command: str) -> None:
+    proc = _run(command, "--help")
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout.decode()
+    assert out.startswith(f"usage: python -m responses_stream {command} ")
+    description = out.split("\n\n")[1]
+    assert len(description.split()) > 10, description  # a description, not only the usage
+    examples = out.split("examples:\n", 1)[1]
+    assert f"  python -m responses_stream {command} " in examples
+    assert "(default: openai)" in out  # --dialect: every command has one
+    if command == "to-chat":
+        assert "(default: content)" in out
+    if command != "validate":
+        assert "FILE" in out and "(default: -)" in out
+
+
+def test_top_level_help_lists_the_commands_and_exit_codes() -> None:
+    proc = _run("--help")
+    assert proc.returncode == 0
+    out = proc.stdout.decode()
+    for command in COMMANDS:
+        assert f"    {command} " in out
+    for code in ("0", "1", "2", "3", "70", "130", "141"):
+        assert f"\n  {code} " in out, code
+
+
+def test_version() -> None:
+    from responses_stream._runtime.version import __version__
+
+    proc = _run("--version")
+    assert proc.returncode == 0
+    assert proc.stdout.decode() == f"responses-stream {__version__}\n"
+    assert proc.stderr == b""
+
+
+def _usage_error(proc: subprocess.CompletedProcess[bytes], command: str, says: str) -> None:
+    """Exit 2: the command's usage, then one error line; nothing on stdout."""
+    assert proc.returncode == 2
+    assert proc.stdout == b""
+    err = proc.stderr.decode()
+    assert "Traceback" not in err, err
+    assert err.startswith(f"usage: python -m responses_stream {command} "), err
+    lines = err.rstrip("\n").split("\n")
+    assert lines[-1].startswith(f"python -m responses_stream {command}: error: "), err
+    assert says in lines[-1]
+    assert sum("error:" in line for line in lines) == 1
+    assert all(line.startswith(" ") for line in lines[1:-1]), err  # the rest of the usage
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (("from-chat", "--bogus"), "unrecognized arguments: --bogus"),
+        (("from-chat", "--dialect", "bogus"), "invalid choice: 'bogus'"),
+        (("from-chat", "--request"), "expected one argument"),
+        (("from-chat", "a.sse", "b.sse"), "unrecognized arguments: b.sse"),
+        (("validate", "--nope", "x.sse"), "unrecognized arguments: --nope"),
+        (("to-chat", "--reasoning", "loud"), "invalid choice: 'loud'"),
+        (("to-chat", "--request", "{}"), "unrecognized arguments: --request"),
+    ],
+)
+def test_a_bad_option_shows_the_command_usage(args: tuple[str, ...], says: str) -> None:
+    _usage_error(_run(*args, stdin=LLAMA), args[0], says)
+
+
+def test_a_bad_option_before_the_command_shows_the_top_usage() -> None:
+    proc = _run("--bogus", "from-chat", stdin=LLAMA)
+    assert proc.returncode == 2
+    err = proc.stderr.decode()
+    assert err.startswith("usage: python -m responses_stream [-h]"), err
+    assert err.rstrip("\n").split("\n")[-1].endswith("unrecognized arguments: --bogus")
+
+
+# -- input files -------------------------------------------------------------------------
+@pytest.mark.parametrize(("command", "data"), [("from-chat", LLAMA), ("to-chat", VALID_RESPONSES)])
+def test_file_argument_is_the_same_as_stdin(command: str, data: bytes, tmp_path: Path) -> None:
+    path = tmp_path / "input.sse"
+    path.write_bytes(data)
+    piped = _run(command, stdin=data)
+    assert piped.returncode == 0, piped.stderr
+    expected = _fixed(piped.stdout)
+    assert _fixed(_run(command, str(path)).stdout) == expected
+    assert _fixed(_run(command, "-", stdin=data).stdout) == expected
+    # the file wins over stdin
+    assert _fixed(_run(command, str(path), stdin=b"junk\n\n").stdout) == expected
+
+
+@pytest.mark.parametrize("command", ["from-chat", "to-chat"])
+def test_a_missing_or_unreadable_file_is_one_line_and_2(command: str, tmp_path: Path) -> None:
+    for name in (tmp_path / "nope.sse", tmp_path):
+        proc = _run(command, str(name), stdin=LLAMA)
+        assert proc.returncode == 2
+        assert f"cannot read {name}" in _one_line(proc)
+        assert proc.stdout == b""
+
+
+# -- --request: a file or inline JSON ----------------------------------------------------
+def _echoed(out: bytes) -> dict[str, object]:
+    first = next(ln for ln in out.decode().splitlines() if ln.startswith("data: "))
+    response: dict[str, object] = json.loads(first[6:])["response"]
+    return response
+
+
+@pytest.mark.parametrize("spacing", ["", "  \n\t"])
+def test_request_inline_json_is_the_same_as_a_file(spacing: str, tmp_path: Path) -> None:
+    request = {"model": "inline-model", "instructions": "Be brief.", "metadata": {"k": "v"}}
+    path = tmp_path / "request.json"
+    path.write_text(json.dumps(request))
+    by_file = _run("from-chat", "--request", str(path), stdin=LLAMA)
+    inline = _run("from-chat", "--request", spacing + json.dumps(request), stdin=LLAMA)
+    assert inline.returncode == 0, inline.stderr
+    assert _fixed(inline.stdout) == _fixed(by_file.stdout)
+    echoed = _echoed(inline.stdout)
+    assert (echoed["model"], echoed["instructions"]) == ("inline-model", "Be brief.")
+    assert echoed["metadata"] == {"k": "v"}
+
+
+@pytest.mark.parametrize(
+    ("value", "says"),
+    [
+        ('{"model": "m",', "--request (inline JSON) is not JSON"),
+        ("{" * 100_000, "--request (inline JSON) is not JSON"),
+        ('{"tools": 5}', "--request: the Response this request makes is invalid"),
+        ('{"model": 5}', "--request: model must be a str"),
+        ("no-such-request.json", "cannot read --request no-such-request.json"),
+    ],
+)
+def test_a_bad_request_is_one_line_and_2(value: str, says: str) -> None:
+    proc = _run("from-chat", "--request", value, stdin=LLAMA)
+    assert proc.returncode == 2
+    assert says in _one_line(proc)
+    assert proc.stdout == b""

@@ -350,6 +350,18 @@ def test_the_nesting_bound_is_the_same_on_every_python() -> None:
     assert not errors(validate_payloads(s))
 
 
+@pytest.mark.parametrize("odd", [[], {}, 5, None])
+def test_an_item_type_that_is_not_a_string_is_a_schema_error(odd: Any) -> None:
+    """Found by make fuzz: an unhashable item type raised TypeError in the validator."""
+    s = recording(TEXT)
+    added = events(s, "response.output_item.added")[0]
+    added["item"]["type"] = odd
+    found = validate_payloads(s)
+    assert "SCHEMA_INVALID" in errors(found), found
+    raw = "".join(f"data: {json.dumps(e)}\n\n" for e in s).encode()
+    assert "SCHEMA_INVALID" in errors(validate_bytes(raw))
+
+
 def test_wrong_types_where_deltas_accumulate_are_violations() -> None:
     s = recording(TOOL)
     done = events(s, "response.function_call_arguments.done")[0]

@@ -229,7 +229,9 @@ def test_every_item_type_validates(dialect: str) -> None:
     check_envelope(events)
     assert all(h.closed for h in handles.values())
     opened = {spec_type(dialect, e["item"]["type"]) for e in events if "item" in e}
-    assert opened == set(rs.ITEM_TYPES)
+    # every item type of the base catalogue; provider extensions (slug:type) added as
+    # YAML are driven by their own generated tests
+    assert opened == {t for t in rs.ITEM_TYPES if ":" not in t}
 
     final = events[-1]["response"]
     assert final["status"] == "completed"

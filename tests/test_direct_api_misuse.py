@@ -724,3 +724,22 @@ def test_each_wire_shape_has_the_sdk_members_and_required_fields(
 def test_what_the_shapes_accept_the_sdk_accepts(item_type: str, param: str, value: Any) -> None:
     wire.check_value(value, Any, wire.OPENAI_SHAPES[item_type][param], "x", wire.Fixes())
     TypeAdapter(_sdk_field(item_type, param)).validate_json(json.dumps(value), strict=True)
+
+
+def test_a_delta_the_item_refuses_is_not_counted_against_the_limit() -> None:
+    """A delta refused in the wrong state (found by make fuzz) leaves the count as it was."""
+    proc = StreamProcessor(
+        "openai", ids=CountingIds(), model="m", limits=rs.Limits(max_item_text_chars=3)
+    )
+    proc.start()
+    call = proc.open("mcp_call", server_label="s", name="n")
+    call.delta("ab")
+    call.phase("call")  # arguments are done: no more deltas
+    with pytest.raises(TransitionError):
+        call.delta("c")
+    assert call.chars == 2
+    call.close()
+    proc.finish()
+    payloads = [json.loads(e.split(b"data: ", 1)[1]) for e in proc.drain_sse() if b"data: {" in e]
+    assert payloads[-1]["type"] == "response.completed"
+    assert payloads[-1]["response"]["output"][0]["arguments"] == "ab"

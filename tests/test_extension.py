@@ -65,3 +65,65 @@ def test_acme_extension_generates_imports_and_passes_its_generated_tests(tmp_pat
     )
     assert tests.returncode == 0, tests.stdout + tests.stderr
     assert " passed" in tests.stdout and "failed" not in tests.stdout
+
+
+# The hand-written tests that read the catalogue (counts, item types, spec files):
+# after the README's recipe they must pass with no change.
+CATALOGUE_TESTS = [
+    "tests/test_accumulate.py",
+    "tests/test_catalogue.py",
+    "tests/test_direct_api.py",
+    "tests/test_validate.py",
+    "generated/tests",
+]
+
+
+def test_the_readme_recipe_in_a_copy_of_the_repository(tmp_path: Path) -> None:
+    """Two item files under any names (a text and a list accumulator): generate, then test.
+
+    The copy holds the generator, the spec with the two files added, and the tests;
+    its own ``generated/`` is rendered from them, and the catalogue-driven tests and
+    every generated test run there unchanged.
+    """
+    repo = tmp_path / "repo"
+    for part in ("generator", "spec", "tests"):
+        shutil.copytree(
+            ROOT / part, repo / part, ignore=shutil.ignore_patterns("__pycache__", ".hypothesis")
+        )
+    shutil.copy(ROOT / "pyproject.toml", repo / "pyproject.toml")
+    shutil.copy(ROOT / "LICENSE", repo / "LICENSE")
+    items = repo / "spec" / "items"
+    shutil.copy(FIXTURE, items / "search hits (acme).yaml")
+    (items / "acme").mkdir()
+    shutil.copy(FIXTURE.parent / "acme_trace_steps.yaml", items / "acme" / "steps.yaml")
+    gen = subprocess.run(
+        [sys.executable, "-m", "generator", "generate"], cwd=repo, capture_output=True, text=True
+    )
+    assert gen.returncode == 0, gen.stderr
+    for stem in ("acme_search_result", "acme_trace"):
+        assert (repo / "generated" / "tests" / f"test_item_{stem}.py").is_file(), stem
+    tests = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            f"--junitxml={tmp_path / 'report.xml'}",
+            *CATALOGUE_TESTS,
+            # it adds the acme fixture itself
+            "--deselect",
+            "tests/test_direct_api.py::test_direct_api_drives_a_new_yaml_item_type",
+        ],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+    )
+    assert tests.returncode == 0, tests.stdout[-5000:] + tests.stderr[-2000:]
+    report = (tmp_path / "report.xml").read_text(encoding="utf-8")
+    for stem in ("acme_search_result", "acme_trace"):
+        assert f'classname="generated.tests.test_item_{stem}"' in report, (
+            stem
+        )  # its generated tests ran
+    assert "test_phase_statuses_agree_with_the_spec[acme:trace]" in report

@@ -54,7 +54,7 @@ from pathlib import Path
 import generator.cli as cli
 import generator.writer as writer
 files = json.loads(Path(sys.argv[1]).read_text(encoding="utf-8"))
-cli.render = lambda spec: files
+cli.render = lambda spec, overlays=(): files
 stop = int(sys.argv[4])
 steps = []
 def checkpoint(step):
@@ -101,6 +101,7 @@ class World:
         shutil.copytree(
             ROOT / "generator", self.gen / "generator", ignore=shutil.ignore_patterns("__pycache__")
         )
+        shutil.copy(ROOT / "LICENSE", self.gen / "LICENSE")  # shipped with the generator
         self.old_spec = base / "old" / "spec"
         self.new_spec = base / "new" / "spec"
         shutil.copytree(ROOT / "spec", self.old_spec)
@@ -308,6 +309,7 @@ def test_reserved_names_cover_every_name_the_generated_code_uses() -> None:
     for m in [i.machine for i in cat.items.values()] + [p.machine for p in cat.parts.values()]:
         spec_names |= {p.name for t in m.transitions.values() for p in t.params}
     spec_names |= {p.name for t in cat.envelope.transitions.values() for p in t.params}
+    spec_names |= {f.name for f in cat.response_fields}  # keyword arguments of ResponseEmitter
     acc_names = {a for p in cat.parts.values() for a in p.machine.context}
     part_fields = {f.name for p in cat.parts.values() for f in p.fields}
     for dialect in cat.dialects:

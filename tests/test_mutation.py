@@ -97,8 +97,8 @@ METHOD_MUTATIONS = {
         "openai",
         "MessageEmitter",
         "output_text_open",
-        "_MessageEmitterOutputTextPartState(self._next_content)",
-        "_MessageEmitterOutputTextPartState(self._next_content + self.output_index)",
+        "_MessageEmitterResponseOutputTextState(self._next_content)",
+        "_MessageEmitterResponseOutputTextState(self._next_content + self.output_index)",
         "test_item_message.py",
     ),
     # The deltas of a second summary part are streamed but lost from its text.

@@ -43,6 +43,7 @@ from ._runtime.to_chat import (
     chat_sse_from_sse,
 )
 from ._runtime.validate import StreamValidator, Violation, validate_payloads
+from ._runtime.version import __version__
 
 DIALECTS: dict[str, Dialect] = {
     "openai": openai.DIALECT,
@@ -105,6 +106,7 @@ __all__ = [
     "StreamValidator",
     "TransitionError",
     "Violation",
+    "__version__",
     "achat_sse_from_responses",
     "aevents_from_chat",
     "aparse_sse",

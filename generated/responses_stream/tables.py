@@ -2179,8 +2179,8 @@ EVENTS: dict[str, dict[str, Any]] = {
 # Model class -> fields that older genuine streams leave out (read with a warning).
 LEGACY: dict[str, list[str]] = {
     "InputTokensDetails": ["cache_write_tokens"],
-    "OutputTextDeltaEvent": ["logprobs"],
-    "OutputTextDoneEvent": ["logprobs"],
+    "ResponseTextDeltaEvent": ["logprobs"],
+    "ResponseTextDoneEvent": ["logprobs"],
 }
 
 CHAT_ROUTES: dict[str, Any] = {

@@ -95,7 +95,18 @@ class BadChunk(ValueError):
         self.code = code
 
 
-class InputFailure(str):
+class DataPayload(str):
+    """A ``str`` that is an SSE event's ``data``, whatever its text.
+
+    The chat APIs take a ``str`` item as an SSE line when it looks like one (empty, a
+    comment, a ``data:`` field); ``chat_data_lines`` marks the payloads that could be
+    taken for one (those not starting with ``{``), so they stay payloads.
+    """
+
+    __slots__ = ()
+
+
+class InputFailure(DataPayload):
     """A ``data:`` payload standing for a failure of the input itself, not a chunk.
 
     ``chat_data_lines`` yields one when the SSE input cannot be read (over the

@@ -6,31 +6,36 @@ Exit codes (the README's "Exit codes" lists them):
   ``response.incomplete``; for ``to-chat`` a chat stream without an error
   chunk; for ``validate`` no error);
 * ``1``: ``validate`` found violations of severity error;
-* ``2``: usage errors and unreadable input: a missing or unreadable file, a
-  ``--request`` that is not a JSON object, or ``from-chat`` input without a
-  single chat chunk (empty, or not SSE);
+* ``2``: usage errors and unreadable input: a bad or unknown option, a missing
+  or unreadable file, a ``--request`` that is not a JSON object (or that the
+  converter refuses), or ``from-chat`` input without a single chat chunk
+  (empty, or not SSE);
 * ``3``: the stream written ends ``response.failed`` (``from-chat``) or with an
   error chunk (``to-chat``): it is complete and valid, but reports a failure;
 * ``70``: an internal error (a bug), reported in one line;
 * ``130``: interrupted (Ctrl-C); ``141``: the output was closed (a pipe into
   ``head``).
 
-No traceback reaches the user: each of these is one line on stderr.
+No traceback reaches the user: each of these is one line on stderr (an
+option error is that line after the subcommand's usage).
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from .api import chat_data_lines, sse_from_chat
+from .errors import ProcessorError
 from .to_chat import chat_sse_from_sse
 from .validate import ERROR, HYGIENE, RULES, StreamValidator
+from .version import __version__
 
 REASONING_MODES = {
     "content": "reasoning_content",
@@ -54,22 +59,54 @@ class UsageError(Exception):
     """A usage error or unreadable input: one line on stderr, exit code 2."""
 
 
-def _request(path: Path | None) -> dict[str, Any] | None:
-    if path is None:
+def _request(value: str | None) -> dict[str, Any] | None:
+    """``--request``: inline JSON (a value starting with ``{``) or the path of a JSON file."""
+    if value is None:
         return None
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise UsageError(f"cannot read --request {path}: {exc.strerror or exc}") from None
-    except UnicodeDecodeError:
-        raise UsageError(f"--request {path} is not UTF-8 text") from None
+    if value.lstrip().startswith("{"):
+        where, text = "--request (inline JSON)", value
+    else:
+        where = f"--request {value}"
+        try:
+            text = Path(value).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(f"cannot read --request {value}: {exc.strerror or exc}") from None
+        except UnicodeDecodeError:
+            raise UsageError(f"--request {value} is not UTF-8 text") from None
     try:
         data = json.loads(text)
-    except ValueError as exc:
-        raise UsageError(f"--request {path} is not JSON: {exc}") from None
+    except (ValueError, RecursionError) as exc:
+        reason = str(exc) if isinstance(exc, ValueError) else "nested too deeply"
+        raise UsageError(f"{where} is not JSON: {reason}") from None
     if not isinstance(data, dict):
-        raise UsageError(f"--request {path}: the request must be a JSON object")
+        raise UsageError(f"{where}: the request must be a JSON object")
     return data
+
+
+def _open(name: str) -> IO[bytes]:
+    """FILE opened for reading, or stdin for ``-``; an unreadable file is a usage error."""
+    if name == "-":
+        return sys.stdin.buffer
+    try:
+        return open(name, "rb")  # closed by _read_lines
+    except OSError as exc:
+        raise UsageError(f"cannot read {name}: {exc.strerror or exc}") from None
+
+
+def _lines(name: str) -> Iterator[bytes]:
+    """The lines of FILE (or stdin), as they come; opened now, so a missing file writes
+    nothing; a read error is a usage error too."""
+    return _read_lines(name, _open(name))
+
+
+def _read_lines(name: str, source: IO[bytes]) -> Iterator[bytes]:
+    try:
+        yield from source
+    except OSError as exc:
+        raise UsageError(f"cannot read {name}: {exc.strerror or exc}") from None
+    finally:
+        if source is not sys.stdin.buffer:
+            source.close()
 
 
 class _Counted:
@@ -88,17 +125,22 @@ class _Counted:
 def cmd_from_chat(args: argparse.Namespace) -> int:
     request = _request(args.request)
     model = args.model or (request or {}).get("model")
-    stdin = (line.decode("utf-8", "replace") for line in sys.stdin.buffer)
-    chunks = _Counted(chat_data_lines(stdin))
+    chunks = _Counted(chat_data_lines(_lines(args.file)))
+    frames = sse_from_chat(chunks, dialect=args.dialect, request=request, model=model)
+    try:  # the stream starts: the request is checked before anything is written
+        first = [next(frames)]
+    except ProcessorError as exc:
+        raise UsageError(f"--request: {exc}") from None
     out = sys.stdout.buffer
     failed = False
-    for frame in sse_from_chat(chunks, dialect=args.dialect, request=request, model=model):
+    for frame in itertools.chain(first, frames):
         failed = failed or b"event: response.failed\n" in frame
         out.write(frame)
         out.flush()
     if chunks.count == 0:
         print(
-            f"{PROG} from-chat: the input holds no chat chunk (empty, or not SSE)", file=sys.stderr
+            f"{_prog()} from-chat: the input holds no chat chunk (empty, or not SSE)",
+            file=sys.stderr,
         )
         return USAGE
     return FAILED if failed else OK
@@ -153,7 +195,7 @@ def cmd_to_chat(args: argparse.Namespace) -> int:
     out = sys.stdout.buffer
     failed = False
     for frame in chat_sse_from_sse(  # input over the parser's caps ends with an error chunk
-        sys.stdin.buffer,
+        _lines(args.file),
         reasoning=REASONING_MODES[args.reasoning],  # type: ignore[arg-type]
         include_usage=args.include_usage,
         dialect=args.dialect,
@@ -164,48 +206,182 @@ def cmd_to_chat(args: argparse.Namespace) -> int:
     return FAILED if failed else OK
 
 
+def _prog() -> str:
+    """The command's name: the console script's, or ``python -m responses_stream``."""
+    return "responses-stream" if Path(sys.argv[0]).name == "responses-stream" else PROG
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run one subcommand; every failure is one line on stderr and an exit code."""
     try:
         return _main(argv)
     except UsageError as exc:
-        print(f"{PROG}: {exc}", file=sys.stderr)
+        print(f"{_prog()}: {exc}", file=sys.stderr)
         return USAGE
     except KeyboardInterrupt:
-        print(f"{PROG}: interrupted", file=sys.stderr)
+        print(f"{_prog()}: interrupted", file=sys.stderr)
         return INTERRUPTED
     except BrokenPipeError:
         # the reader went away: say so once, and keep the interpreter's final
         # flush of stdout from raising again
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
-        print(f"{PROG}: the output was closed", file=sys.stderr)
+        print(f"{_prog()}: the output was closed", file=sys.stderr)
         return BROKEN_PIPE
     except Exception as exc:  # a bug: still one line, unless asked for the traceback
         if os.environ.get("RESPONSES_STREAM_DEBUG"):
             raise
         print(
-            f"{PROG}: internal error: {type(exc).__name__}: {exc} "
+            f"{_prog()}: internal error: {type(exc).__name__}: {exc} "
             "(set RESPONSES_STREAM_DEBUG=1 for the traceback)",
             file=sys.stderr,
         )
         return INTERNAL
 
 
-def _main(argv: list[str] | None) -> int:
+# -- the parser -------------------------------------------------------------------
+DIALECTS = ["openai", "openresponses"]
+
+EXIT_CODES = """\
+exit codes:
+  0    the stream written is complete (validate: no error)
+  1    validate found violations of severity error
+  2    usage error or unreadable input
+  3    the stream written ends failed (response.failed, or a chat error chunk)
+  70   internal error (RESPONSES_STREAM_DEBUG=1 shows the traceback)
+  130  interrupted
+  141  the output was closed
+"""
+
+FROM_CHAT = """\
+Read a Chat Completions stream (the SSE of a stream=true /v1/chat/completions
+response) and write the Responses stream it makes, as SSE, on stdout. The
+stream written is always complete: broken input ends it with error and
+response.failed, keeping what came before.
+"""
+
+FROM_CHAT_EXAMPLES = """\
+examples:
+  {prog} from-chat chat.sse > responses.sse
+  {prog} from-chat --request request.json --dialect openresponses < chat.sse
+  curl -sN URL/v1/chat/completions -H 'content-type: application/json' -d @chat.json \\
+    | {prog} from-chat --request '{{"model": "my-model"}}'
+
+exit codes: 0 complete or incomplete, 2 usage or no chat chunk, 3 ends failed
+"""
+
+VALIDATE = """\
+Check a Responses SSE stream against the protocol: the envelope, item and part
+lifecycles, indexes, texts, and each event's shape in the dialect. Prints one
+line per violation (or a JSON report) and a summary on stderr.
+"""
+
+VALIDATE_EXAMPLES = """\
+examples:
+  {prog} validate responses.sse
+  curl -sN URL/v1/responses -H 'content-type: application/json' -d @body.json \\
+    | {prog} validate --strict --json -
+  {prog} validate --rules
+
+exit codes: 0 valid (warnings allowed), 1 violations, 2 usage or unreadable file
+"""
+
+TO_CHAT = """\
+Read a Responses SSE stream and write the Chat Completions stream it makes, as
+SSE, on stdout: text as delta.content, reasoning as chosen, function and custom
+tool calls as tool_calls, a failure as an error chunk, then data: [DONE].
+"""
+
+TO_CHAT_EXAMPLES = """\
+examples:
+  {prog} to-chat responses.sse > chat.sse
+  {prog} to-chat --reasoning think --include-usage < responses.sse
+  {prog} to-chat --dialect openresponses responses.sse
+
+exit codes: 0 complete, 2 usage or unreadable file, 3 ends with an error chunk
+"""
+
+
+class _Help(argparse.RawDescriptionHelpFormatter):
+    """Keeps the line breaks of descriptions and examples, and shows option defaults."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        default = action.default
+        if (
+            default not in (None, False, argparse.SUPPRESS)
+            and "%(default)" not in text
+            and (action.option_strings or action.nargs == argparse.OPTIONAL)
+        ):
+            text += " (default: %(default)s)"
+        return text
+
+
+class _Subcommand(argparse.ArgumentParser):
+    """A subcommand's parser: an option it does not know is an error with its own usage."""
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        parsed, extras = super().parse_known_args(args, namespace)
+        if extras:
+            self.error(f"unrecognized arguments: {' '.join(extras)}")
+        return parsed, extras
+
+
+def build_parser() -> argparse.ArgumentParser:
+    prog = _prog()
     parser = argparse.ArgumentParser(
-        prog=PROG,
-        epilog="exit codes: 0 complete, 1 violations (validate), 2 usage or unreadable input, "
-        "3 the stream written ends failed, 70 internal error, 130 interrupted, 141 output closed",
+        prog=prog,
+        description="Convert and check streams of the Responses API: Chat Completions SSE\n"
+        "to Responses SSE and back, and a conformance validator.",
+        epilog=EXIT_CODES + f"\nSee '{prog} COMMAND --help' for each command's options.",
+        formatter_class=_Help,
     )
-    sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("from-chat", help="Chat Completions SSE on stdin -> Responses SSE on stdout")
-    p.add_argument("--dialect", choices=["openai", "openresponses"], default="openai")
-    p.add_argument("--request", type=Path, help="the original /v1/responses request body (JSON)")
+    parser.add_argument("--version", action="version", version=f"responses-stream {__version__}")
+    sub = parser.add_subparsers(
+        title="commands",
+        dest="command",
+        required=True,
+        parser_class=_Subcommand,
+    )
+
+    def command(name: str, summary: str, description: str, examples: str) -> _Subcommand:
+        p: _Subcommand = sub.add_parser(
+            name,
+            help=summary,
+            description=description,
+            epilog=examples.format(prog=prog),
+            formatter_class=_Help,
+        )
+        return p
+
+    p = command(
+        "from-chat",
+        "Chat Completions SSE -> Responses SSE",
+        FROM_CHAT,
+        FROM_CHAT_EXAMPLES,
+    )
+    p.add_argument("--dialect", choices=DIALECTS, default="openai", help="the dialect written")
+    p.add_argument(
+        "--request",
+        metavar="JSON|FILE",
+        help="the original /v1/responses request body: inline JSON (starting with {) "
+        "or a JSON file; the Response echoes it",
+    )
     p.add_argument("--model", help="model name for the Response (default: the request's)")
+    p.add_argument(
+        "file", nargs="?", default="-", metavar="FILE", help="the chat SSE input, - for stdin"
+    )
     p.set_defaults(func=cmd_from_chat)
-    v = sub.add_parser("validate", help="check a Responses SSE stream against the protocol")
-    v.add_argument("--dialect", choices=["openai", "openresponses"], default="openai")
+
+    v = command(
+        "validate",
+        "check a Responses SSE stream against the protocol",
+        VALIDATE,
+        VALIDATE_EXAMPLES,
+    )
+    v.add_argument("--dialect", choices=DIALECTS, default="openai", help="the dialect checked")
     v.add_argument("--json", action="store_true", help="report as JSON")
     v.add_argument("--rules", action="store_true", help="list every rule and exit")
     v.add_argument(
@@ -213,9 +389,15 @@ def _main(argv: list[str] | None) -> int:
         action="store_true",
         help="treat producer-hygiene warnings as errors (for server authors testing their output)",
     )
-    v.add_argument("file", nargs="?", help="an SSE file, or - for stdin")
+    v.add_argument("file", nargs="?", metavar="FILE", help="an SSE file, or - for stdin")
     v.set_defaults(func=cmd_validate)
-    c = sub.add_parser("to-chat", help="Responses SSE on stdin -> Chat Completions SSE on stdout")
+
+    c = command(
+        "to-chat",
+        "Responses SSE -> Chat Completions SSE",
+        TO_CHAT,
+        TO_CHAT_EXAMPLES,
+    )
     c.add_argument(
         "--reasoning",
         choices=sorted(REASONING_MODES),
@@ -224,8 +406,15 @@ def _main(argv: list[str] | None) -> int:
         "inline <think> in content, or omitted",
     )
     c.add_argument("--include-usage", action="store_true", help="end with a usage chunk")
-    c.add_argument("--dialect", choices=["openai", "openresponses"], default="openai")
+    c.add_argument("--dialect", choices=DIALECTS, default="openai", help="the dialect read")
+    c.add_argument(
+        "file", nargs="?", default="-", metavar="FILE", help="the Responses SSE input, - for stdin"
+    )
     c.set_defaults(func=cmd_to_chat)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def _main(argv: list[str] | None) -> int:
+    args = build_parser().parse_args(argv)
     code: int = args.func(args)
     return code

@@ -12,7 +12,7 @@ import importlib
 import sys
 from collections import deque
 from collections.abc import Callable, Mapping
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, TypeAlias
 
 import msgspec
 
@@ -23,6 +23,13 @@ from .errors import ProcessorError as ProcessorError
 from .errors import TransitionError
 from .limits import DEFAULT_LIMITS, LIMIT_EXCEEDED, LimitExceeded, Limits
 from .sse import SSEEncoder
+
+if TYPE_CHECKING:
+    from responses_stream.openai.models import Event as OpenAIEvent
+    from responses_stream.openresponses.models import Event as OpenResponsesEvent
+
+    ResponsesEvent: TypeAlias = OpenAIEvent | OpenResponsesEvent
+    """An event of either dialect, as ``drain()`` and ``events_from_chat`` give them."""
 
 INCOMPLETE_REASONS = ("max_output_tokens", "content_filter")
 TERMINAL_TRANSITION = {"completed": "done", "incomplete": "incomplete", "failed": "fail"}
@@ -238,8 +245,9 @@ class ItemHandle:
             if params
             else {"delta": delta}
         )  # every argument checked before the text is counted
-        self.charge(len(delta))
+        total = self.charged(len(delta))
         self._emit(method, args)
+        self.chars = total
 
     def part_phase(self, name: str, /, **params: Any) -> None:
         """Another transition of the open part, such as ``annotate``."""
@@ -275,14 +283,16 @@ class ItemHandle:
             raise ProcessorError(f"{self.type} takes no item-level deltas")
         self._proc._require_open(self)
         delta = self._delta_text(delta, "delta")
-        self.charge(len(delta))
+        total = self.charged(len(delta))
         self._emit("delta", {"delta": delta})
+        self.chars = total
 
-    def charge(self, chars: int) -> None:
-        """Count ``chars`` more characters of text against ``Limits.max_item_text_chars``.
+    def charged(self, chars: int) -> int:
+        """The item's character count with ``chars`` more, checked against
+        ``Limits.max_item_text_chars``; the caller stores it once the delta is taken.
 
-        Over the limit, nothing is counted and the processor's limit handling runs
-        (see ``StreamProcessor.over_limit``).
+        Over the limit the processor's limit handling runs (see
+        ``StreamProcessor.over_limit``).  A delta the emitter refuses is not counted.
         """
         total = self.chars + chars
         if total > self._proc.max_item_chars:
@@ -290,7 +300,7 @@ class ItemHandle:
                 "max_item_text_chars",
                 f"{self.type} {self.item_id}: text of {total} characters",
             )
-        self.chars = total
+        return total
 
     def phase(self, name: str, /, **params: Any) -> None:
         """Any named transition of the item, e.g. ``searching`` or ``partial_image``.
@@ -378,7 +388,7 @@ class StreamProcessor:
         self._fixes = wire.Fixes()
         self._item_ids: set[str] = set()
         self._incomplete: list[str] = []  # items closed incomplete: the response cannot complete
-        self.out: list[Any] = []
+        self.out: list[ResponsesEvent] = []
         self.current: ItemHandle | None = None
         self.started = False
         self.ended = False
@@ -521,7 +531,7 @@ class StreamProcessor:
         except (msgspec.ValidationError, TypeError, ValueError, AttributeError) as exc:
             raise ProcessorError(f"usage: {exc}") from None
 
-    def drain(self) -> list[Any]:
+    def drain(self) -> list[ResponsesEvent]:
         """The events produced since the last drain, in order."""
         out, self.out = self.out, []
         return out

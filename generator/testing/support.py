@@ -583,9 +583,59 @@ def _numbers(value: Any) -> set[Any]:
     return {value} if isinstance(value, int | float) and not isinstance(value, bool) else set()
 
 
+def _another(t: Any, default: Any) -> Any:
+    """A value of the msgspec type ``t`` other than ``default`` (where the type has one)."""
+    mi = msgspec.inspect
+    if isinstance(t, mi.UnionType):
+        t = next(x for x in t.types if not isinstance(x, mi.NoneType))
+    if isinstance(t, mi.LiteralType):
+        return next((v for v in t.values if v != default), default)
+    if isinstance(t, mi.BoolType):
+        return not default
+    if isinstance(t, mi.IntType):
+        return (default or 0) + 1
+    if isinstance(t, mi.FloatType):
+        return 0.5 if default != 0.5 else 0.75
+    if isinstance(t, mi.StrType | mi.AnyType):
+        return "given"
+    if isinstance(t, mi.DictType):
+        return {"given": True}
+    if isinstance(t, mi.ListType):
+        return [_another(t.item_type, None)]
+    assert isinstance(t, mi.StructType), t
+    return msgspec.convert(
+        {f.encode_name: _another(f.type, None) for f in t.fields if f.required}, type=t.cls
+    )
+
+
+def check_response_fields(dialect: str) -> None:
+    """Each Response field but id, created_at and output is a keyword argument of the emitter.
+
+    A value given there sets the field, over its default and over the value the
+    request echoes; an unknown keyword argument is a TypeError.
+    """
+    d = rs.DIALECTS[dialect]
+    defaults = d.emitter().fields
+    info = msgspec.inspect.type_info(d.models.Response)
+    assert isinstance(info, msgspec.inspect.StructType)
+    own = {"id", "created_at", "output"}
+    given = {f.name: _another(f.type, defaults[f.name]) for f in info.fields if f.name not in own}
+    request = {key: defaults[key] for key in d.emitter.ECHO_FIELDS}
+    r = d.emitter(request=request, **given)
+    snap = msgspec.to_builtins(r.snapshot())
+    assert {k: snap[k] for k in given} == msgspec.to_builtins(given)
+    try:
+        d.emitter(**{"no_such_field": 1})
+    except TypeError:
+        pass
+    else:
+        raise AssertionError("an unknown Response field must be a TypeError")
+
+
 def check_envelope(dialect: str) -> None:
     """The response lifecycle: every path emits valid events, and misuse is refused."""
     d = rs.DIALECTS[dialect]
+    check_response_fields(dialect)
 
     def fresh(**kw: Any) -> Any:
         if "request" not in kw:

@@ -290,7 +290,9 @@ def test_corrupted_events(data: st.DataObject, ops: Any, cuts: list[int]) -> Non
         if op == "value":
             where = paths(stream[i])
             path = where[data.draw(st.integers(0, len(where) - 1), label="path")]
-            stream[i] = put(stream[i], path, data.draw(ODD_VALUES, label="value"))
+            # a copy: the same list or dict put in twice would make a cycle
+            value = copy.deepcopy(data.draw(ODD_VALUES, label="value"))
+            stream[i] = put(stream[i], path, value)
         elif op == "drop":
             del stream[i]
         elif op == "duplicate":

@@ -38,8 +38,8 @@ from generator.compile import (
 )
 from generator.errors import SpecErrors
 from generator.loader import Source, load_dir, load_file
+from generator.names import emitter_class
 from generator.render import render_all
-from generator.schema import event_class, item_class
 
 ROOT = Path(__file__).resolve().parents[2]
 NAME = "spec/items/hostile.yaml"
@@ -145,7 +145,7 @@ def method(cls: ast.ClassDef, name: str) -> ast.FunctionDef:
 
 
 def check_emitters(h: HostileItem, tree: ast.Module) -> None:
-    cls_name = item_class(h.type).removesuffix("Item") + "Emitter"
+    cls_name = emitter_class(h.type)
     cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls_name)
     assert ast.get_docstring(cls, clean=False) == h.doc
     delta = method(cls, "delta")
@@ -203,9 +203,9 @@ def test_hostile_item_specs_are_quoted_or_refused(h: HostileItem) -> None:
             check_emitters(h, ast.parse(files[f"responses_stream/{dialect}/emitters.py"]))
             schema = json.loads(files[f"responses_stream/{dialect}/schema.json"])
             defs = schema["$defs"]
-            assert defs[item_class(h.type)].get("description", "") == h.doc
-            assert defs[event_class(h.event)].get("description", "") == h.event_doc
-            props = defs[item_class(h.type)]["properties"]
+            assert defs[item.cls].get("description", "") == h.doc
+            assert defs[cat.events[h.event].cls].get("description", "") == h.event_doc
+            props = defs[item.cls]["properties"]
             assert props[h.field_enum]["enum"] == h.enum_values
         stem = h.type.replace(":", "_")
         tests = ast.parse(files[f"tests/test_item_{stem}.py"])

@@ -493,7 +493,12 @@ class StreamValidator:
         return None
 
     def _known(self, item: Any) -> bool:
-        return not isinstance(item, Mapping) or item.get("type") in self.item_kinds
+        """Whether the schema check covers ``item``: anything but an item whose type is a
+        string the spec lacks (a type that is not a string is a schema error)."""
+        if not isinstance(item, Mapping):
+            return True
+        kind = item.get("type")
+        return not isinstance(kind, str) or kind in self.item_kinds
 
     def _known_items(self, payload: Mapping[str, Any]) -> Mapping[str, Any] | None:
         """The payload without items of types the spec lacks (they are warned about).

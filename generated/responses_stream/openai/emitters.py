@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any, Literal
 
 import msgspec
-from msgspec import UNSET
+from msgspec import UNSET, UnsetType
 
 from .._runtime.errors import TransitionError
 from .._runtime.stream import StreamBase, TextAcc, now
@@ -164,9 +164,9 @@ class AdditionalToolsEmitter:
         self.role: str = role if role is not None else "developer"
         self.tools: list[dict[str, Any]] = tools if tools is not None else []
 
-    def snapshot(self) -> m.AdditionalToolsItem:
+    def snapshot(self) -> m.AdditionalTools:
         """The item as it stands now."""
-        return m.AdditionalToolsItem(
+        return m.AdditionalTools(
             id=self.item_id, status=self.status, role=self.role, tools=self.tools
         )
 
@@ -174,57 +174,57 @@ class AdditionalToolsEmitter:
     def closed(self) -> bool:
         return self.state in ("closed",)
 
-    def open(self) -> list[m.Event]:
+    def open(self) -> list[m.ResponseOutputItemAddedEvent]:
         "The 'open' transition: emits response.output_item.added."
 
         if self.state != "pending":
             raise TransitionError("additional_tools", "open", self.state, ("pending",))
 
-        events: list[m.Event] = []
+        events: list[m.ResponseOutputItemAddedEvent] = []
         self.state = "open"
         seq = self._stream.seq
         snap = self.snapshot()
         self.output_index = self._stream.open_item(self, snap)
         events.append(
-            m.OutputItemAddedEvent(
+            m.ResponseOutputItemAddedEvent(
                 sequence_number=next(seq), output_index=self.output_index, item=snap
             )
         )
         return events
 
-    def done(self) -> list[m.Event]:
+    def done(self) -> list[m.ResponseOutputItemDoneEvent]:
         "The 'done' transition: emits response.output_item.done."
 
         if self.state != "open":
             raise TransitionError("additional_tools", "done", self.state, ("open",))
 
-        events: list[m.Event] = []
+        events: list[m.ResponseOutputItemDoneEvent] = []
         self.state = "closed"
         self.status = "completed"
         seq = self._stream.seq
         snap = self.snapshot()
         self._stream.close_item(self.output_index, snap)
         events.append(
-            m.OutputItemDoneEvent(
+            m.ResponseOutputItemDoneEvent(
                 sequence_number=next(seq), output_index=self.output_index, item=snap
             )
         )
         return events
 
-    def incomplete(self) -> list[m.Event]:
+    def incomplete(self) -> list[m.ResponseOutputItemDoneEvent]:
         "The 'incomplete' transition: emits response.output_item.done."
 
         if self.state != "open":
             raise TransitionError("additional_tools", "incomplete", self.state, ("open",))
 
-        events: list[m.Event] = []
+        events: list[m.ResponseOutputItemDoneEvent] = []
         self.state = "closed"
         self.status = "incomplete"
         seq = self._stream.seq
         snap = self.snapshot()
         self._stream.close_item(self.output_index, snap)
         events.append(
-            m.OutputItemDoneEvent(
+            m.ResponseOutputItemDoneEvent(
                 sequence_number=next(seq), output_index=self.output_index, item=snap
             )
         )
@@ -255,9 +255,9 @@ class ApplyPatchCallEmitter:
             operation if operation is not None else {"type": "create_file", "path": "", "diff": ""}
         )
 
-    def snapshot(self) -> m.ApplyPatchCallItem:
+    def snapshot(self) -> m.ResponseApplyPatchToolCall:
         """The item as it stands now."""
-        return m.ApplyPatchCallItem(
+        return m.ResponseApplyPatchToolCall(
             id=self.item_id, status=self.status, call_id=self.call_id, operation=self.operation
         )
 
@@ -265,35 +265,35 @@ class ApplyPatchCallEmitter:
     def closed(self) -> bool:
         return self.state in ("closed",)
 
-    def open(self) -> list[m.Event]:
+    def open(self) -> list[m.ResponseOutputItemAddedEvent]:
         "The 'open' transition: emits response.output_item.added."
 
         if self.state != "pending":
             raise TransitionError("apply_patch_call", "open", self.state, ("pending",))
 
-        events: list[m.Event] = []
+        events: list[m.ResponseOutputItemAddedEvent] = []
         self.state = "open"
         seq = self._stream.seq
         snap = self.snapshot()
         self.output_index = self._stream.open_item(self, snap)
         events.append(
-            m.OutputItemAddedEvent(
+            m.ResponseOutputItemAddedEvent(
                 sequence_number=next(seq), output_index=self.output_index, item=snap
             )
         )
         return events
 
-    def diff_delta(self, delta: str) -> list[m.Event]:
+    def diff_delta(self, delta: str) -> list[m.ResponseApplyPatchCallOperationDiffDeltaEvent]:
         "The 'diff_delta' transition: emits response.apply_patch_call_operation_diff.delta."
 
         if self.state != "open":
             raise TransitionError("apply_patch_call", "diff_delta", self.state, ("open",))
 
-        events: list[m.Event] = []
+        events: list[m.ResponseApplyPatchCallOperationDiffDeltaEvent] = []
         self.state = "open"
         seq = self._stream.seq
         events.append(
-            m.ApplyPatchCallOperationDiffDeltaEvent(
+            m.ResponseApplyPatchCallOperationDiffDeltaEvent(
                 sequence_number=next(seq),
                 item_id=self.item_id,
                 output_index=self.output_index,
@@ -302,17 +302,17 @@ class ApplyPatchCallEmitter:
         )
         return events
 
-    def diff_done(self, diff: str) -> list[m.Event]:
+    def diff_done(self, diff: str) -> list[m.ResponseApplyPatchCallOperationDiffDoneEvent]:
         "The 'diff_done' transition: emits response.apply_patch_call_operation_diff.done."
 
         if self.state != "open":
             raise TransitionError("apply_patch_call", "diff_done", self.state, ("open",))
 
-        events: list[m.Event] = []
+        events: list[m.ResponseApplyPatchCallOperationDiffDoneEvent] = []
         self.state = "diffed"
         seq = self._stream.seq
         events.append(
-            m.ApplyPatchCallOperationDiffDoneEvent(
+            m.ResponseApplyPatchCallOperationDiffDoneEvent(
                 sequence_number=next(seq),
                 item_id=self.item_id,
                 output_index=self.output_index,
@@ -321,7 +321,7 @@ class ApplyPatchCallEmitter:
         )
         return events
 
-    def done(self) -> list[m.Event]:
+    def done(self) -> list[m.ResponseOutputItemDoneEvent]:
         "The 'done' transition: emits response.output_item.done."
 
         if self.state not in (
@@ -338,20 +338,20 @@ class ApplyPatchCallEmitter:
                 ),
             )
 
-        events: list[m.Event] = []
+        events: list[m.ResponseOutputItemDoneEvent] = []
         self.state = "closed"
         self.status = "completed"
         seq = self._stream.seq
         snap = self.snapshot()
         self._stream.close_item(self.output_index, snap)
         events.append(
-            m.OutputItemDoneEvent(
+            m.ResponseOutputItemDoneEvent(
                 sequence_number=next(seq), output_index=self.output_index, item=snap
             )
         )
         return events
 
-    def incomplete(self) -> list[m.Event]:
+    def incomplete(self) -> list[m.ResponseOutputItemDoneEvent]:
         "Cut short.  The SDK's status enum has no incomplete; response.incomplete tells the cut."
 
         if self.state not in (
@@ -368,14 +368,14 @@ class ApplyPatchCallEmitter:
                 ),
             )
 
-        events: list[m.Event] = []
+        events: list[m.ResponseOutputItemDoneEvent] = []
         self.state = "closed"
         self.status = "completed"
         seq = self._stream.seq
         snap = self.snapshot()
         self._stream.close_item(self.output_index, snap)
         events.append(
-            m.OutputItemDoneEvent(
+            m.ResponseOutputItemDoneEvent(
                 sequence_number=next(seq), output_index=self.output_index, item=snap
             )
         )
@@ -399,9 +399,9 @@ class ApplyPatchCallOutputEmitter:
         self.call_id: str = call_id
         self.output: str | None = output
 
-    def snapshot(self) -> m.ApplyPatchCallOutputItem:
+    def snapshot(self) -> m.ResponseApplyPatchToolCallOutput:
         """The item as it stands now."""
-        return m.ApplyPatchCallOutputItem(
+        return m.ResponseApplyPatchToolCallOutput(
             id=self.item_id, status=self.status, call_id=self.call_id, output=self.output
         )
 
@@ -409,58 +409,58 @@ class ApplyPatchCallOutputEmitter:
     def closed(self) -> bool:
         return self.state in ("closed",)
 
-    def open(self) -> list[m.Event]:
+    def open(self) -> list[m.ResponseOutputItemAddedEvent]:
         "A client-side output is complete when it is added."
 
         if self.state != "pending":
             raise TransitionError("apply_patch_call_output", "open", self.state, ("pending",))
 
-        events: list[m.Event] = []
+        events: list[m.ResponseOutputItemAddedEvent] = []
         self.state = "open"
         self.status = "completed"
         seq = self._stream.seq
         snap = self.snapshot()
         self.output_index = self._stream.open_item(self, snap)
         events.append(
-            m.OutputItemAddedEvent(
+            m.ResponseOutputItemAddedEvent(
                 sequence_number=next(seq), output_index=self.output_index, item=snap
             )
         )
         return events
 
-    def done(self) -> list[m.Event]:
+    def done(self) -> list[m.ResponseOutputItemDoneEvent]:
         "The 'done' transition: emits response.output_item.done."
 
         if self.state != "open":
             raise TransitionError("apply_patch_call_output", "done", self.state, ("open",))
 
-        events: list[m.Event] = []
+        events: list[m.ResponseOutputItemDoneEvent] = []
         self.state = "closed"
         self.status = "completed"
         seq = self._stream.seq
         snap = self.snapshot()
         self._stream.close_item(self.output_index, snap)
         events.append(
-            m.OutputItemDoneEvent(
+            m.ResponseOutputItemDoneEvent(
                 sequence_number=next(seq), output_index=self.output_index, item=snap
             )
         )
         return events
 
-    def incomplete(self) -> list[m.Event]:
+    def incomplete(self) -> list[m.ResponseOutputItemDoneEvent]:
         "The 'incomplete' transition: emits response.output_item.done."
 
         if self.state != "open":
             raise TransitionError("apply_patch_call_output", "incomplete", self.state, ("open",))
 
-        events: list[m.Event] = []
+        events: list[m.ResponseOutputItemDoneEvent] = []
         self.state = "closed"
         self.status = "failed"
         seq = self._stream.seq
         snap = self.snapshot()
         self._stream.close_item(self.output_index, snap)
         events.append(
-            m.OutputItemDoneEvent(
+            m.ResponseOutputItemDoneEvent(
                 sequence_number=next(seq), output_index=self.output_index, item=snap
             )
         )
@@ -496,9 +496,9 @@ class CodeInterpreterCallEmitter:
         self.outputs: list[dict[str, Any]] = []
         self._acc_code: TextAcc = TextAcc()
 
-    def snapshot(self) -> m.CodeInterpreterCallItem:
+    def snapshot(self) -> m.ResponseCodeInterpreterToolCall:
         """The item as it stands now."""
-        return m.CodeInterpreterCallItem(
+        return m.ResponseCodeInterpreterToolCall(
             id=self.item_id,
             status=self.status,
             container_id=self.container_id,
@@ -510,43 +510,47 @@ class CodeInterpreterCallEmitter:
     def closed(self) -> bool:
         return self.state in ("closed",)
 
-    def open(self) -> list[m.Event]:
+    def open(
+        self,
+    ) -> list[m.ResponseOutputItemAddedEvent | m.ResponseCodeInterpreterCallInProgressEvent]:
         "The 'open' transition: emits response.output_item.added, response.code_interpreter_call.in_progress."
 
         if self.state != "pending":
             raise TransitionError("code_interpreter_call", "open", self.state, ("pending",))
 
-        events: list[m.Event] = []
+        events: list[
+            m.ResponseOutputItemAddedEvent | m.ResponseCodeInterpreterCallInProgressEvent
+        ] = []
         self.state = "coding"
         seq = self._stream.seq
         snap = self.snapshot()
         self.output_index = self._stream.open_item(self, snap)
         events.append(
-            m.OutputItemAddedEvent(
+            m.ResponseOutputItemAddedEvent(
                 sequence_number=next(seq), output_index=self.output_index, item=snap
             )
         )
         events.append(
-            m.CodeInterpreterCallInProgressEvent(
+            m.ResponseCodeInterpreterCallInProgressEvent(
                 sequence_number=next(seq), item_id=self.item_id, output_index=self.output_index
             )
         )
         return events
 
-    def delta(self, delta: str) -> list[m.Event]:
+    def delta(self, delta: str) -> list[m.ResponseCodeInterpreterCallCodeDeltaEvent]:
         "The 'delta' transition: emits response.code_interpreter_call_code.delta."
 
         if self.state != "coding":
             raise TransitionError("code_interpreter_call", "delta", self.state, ("coding",))
 
-        events: list[m.Event] = []
+        events: list[m.ResponseCodeInterpreterCallCodeDeltaEvent] = []
         self.state = "coding"
         self._acc_code.append(delta)
         if len(self._acc_code) >= 256:
             self._acc_code.compact()
         seq = self._stream.seq
         events.append(
-            m.CodeInterpreterCallCodeDeltaEvent(
+            m.ResponseCodeInterpreterCallCodeDeltaEvent(
                 sequence_number=next(seq),
                 item_id=self.item_id,
                 output_index=self.output_index,
@@ -555,18 +559,25 @@ class CodeInterpreterCallEmitter:
         )
         return events
 
-    def interpreting(self) -> list[m.Event]:
+    def interpreting(
+        self,
+    ) -> list[
+        m.ResponseCodeInterpreterCallCodeDoneEvent | m.ResponseCodeInterpreterCallInterpretingEvent
+    ]:
         "The code is complete and runs."
 
         if self.state != "coding":
             raise TransitionError("code_interpreter_call", "interpreting", self.state, ("coding",))
 
-        events: list[m.Event] = []
+        events: list[
+            m.ResponseCodeInterpreterCallCodeDoneEvent
+            | m.ResponseCodeInterpreterCallInterpretingEvent
+        ] = []
         self.state = "interpreting"
         self.status = "interpreting"
         seq = self._stream.seq
         events.append(
-            m.CodeInterpreterCallCodeDoneEvent(
+            m.ResponseCodeInterpreterCallCodeDoneEvent(
                 sequence_number=next(seq),
                 item_id=self.item_id,
                 output_index=self.output_index,
@@ -574,13 +585,15 @@ class CodeInterpreterCallEmitter:
             )
         )
         events.append(
-            m.CodeInterpreterCallInterpretingEvent(
+            m.ResponseCodeInterpreterCallInterpretingEvent(
                 sequence_number=next(seq), item_id=self.item_id, output_index=self.output_index
             )
         )
         return events
 
-    def done(self, outputs: list[dict[str, Any]] | None = None) -> list[m.Event]:
+    def done(
+        self, outputs: list[dict[str, Any]] | None = None
+    ) -> list[m.ResponseCodeInterpreterCallCompletedEvent | m.ResponseOutputItemDoneEvent]:
         "The 'done' transition: emits response.code_interpreter_call.completed, response.output_item.done."
         if outputs is None:
             outputs = []
@@ -588,7 +601,9 @@ class CodeInterpreterCallEmitter:
         if self.state != "interpreting":
             raise TransitionError("code_interpreter_call", "done", self.state, ("interpreting",))
 
-        events: list[m.Event] = []
+        events: list[
+            m.ResponseCodeInterpreterCallCompletedEvent | m.ResponseOutputItemDoneEvent
+        ] = []
         self.state = "closed"
         self.status = "completed"
         self.outputs = outputs
@@ -596,37 +611,39 @@ class CodeInterpreterCallEmitter:
         snap = self.snapshot()
         self._stream.close_item(self.output_index, snap)
         events.append(
-            m.CodeInterpreterCallCompletedEvent(
+            m.ResponseCodeInterpreterCallCompletedEvent(
                 sequence_number=next(seq), item_id=self.item_id, output_index=self.output_index
             )
         )
         events.append(
-            m.OutputItemDoneEvent(
+            m.ResponseOutputItemDoneEvent(
                 sequence_number=next(seq), output_index=self.output_index, item=snap
             )
         )
         return events
 
-    def fail(self) -> list[m.Event]:
+    def fail(self) -> list[m.ResponseOutputItemDoneEvent]:
         "The 'fail' transition: emits response.output_item.done."
 
         if self.state != "interpreting":
             raise TransitionError("code_interpreter_call", "fail", self.state, ("interpreting",))
 
-        events: list[m.Event] = []
+        events: list[m.ResponseOutputItemDoneEvent] = []
         self.state = "closed"
         self.status = "failed"
         seq = self._stream.seq
         snap = self.snapshot()
         self._stream.close_item(self.output_index, snap)
         events.append(
-            m.OutputItemDoneEvent(
+            m.ResponseOutputItemDoneEvent(
                 sequence_number=next(seq), output_index=self.output_index, item=snap
             )
         )
         return events
 
-    def incomplete(self) -> list[m.Event]:
+    def incomplete(
+        self,
+    ) -> list[m.ResponseCodeInterpreterCallCodeDoneEvent | m.ResponseOutputItemDoneEvent]:
         "Cut short; the code is closed first when it was still streaming."
 
         if self.state not in (
@@ -643,7 +660,9 @@ class CodeInterpreterCallEmitter:
                 ),
             )
 
-        events: list[m.Event] = []
+        events: list[
+            m.ResponseCodeInterpreterCallCodeDoneEvent | m.ResponseOutputItemDoneEvent
+        ] = []
         prev = self.state
         self.state = "closed"
         self.status = "incomplete"
@@ -652,7 +671,7 @@ class CodeInterpreterCallEmitter:
         self._stream.close_item(self.output_index, snap)
         if prev in ("coding",):
             events.append(
-                m.CodeInterpreterCallCodeDoneEvent(
+                m.ResponseCodeInterpreterCallCodeDoneEvent(
                     sequence_number=next(seq),
                     item_id=self.item_id,
                     output_index=self.output_index,
@@ -660,7 +679,7 @@ class CodeInterpreterCallEmitter:
                 )
             )
         events.append(
-            m.OutputItemDoneEvent(
+            m.ResponseOutputItemDoneEvent(
                 sequence_number=next(seq), output_index=self.output_index, item=snap
             )
         )
@@ -681,9 +700,9 @@ class CompactionEmitter:
         self.status: Literal["in_progress", "completed", "incomplete"] = "in_progress"
         self.encrypted_content: str = ""
 
-    def snapshot(self) -> m.CompactionItem:
+    def snapshot(self) -> m.ResponseCompactionItem:
         """The item as it stands now."""
-        return m.CompactionItem(
+        return m.ResponseCompactionItem(
             id=self.item_id, status=self.status, encrypted_content=self.encrypted_content
         )
 
@@ -691,47 +710,47 @@ class CompactionEmitter:
     def closed(self) -> bool:
         return self.state in ("closed",)
 
-    def open(self) -> list[m.Event]:
+    def open(self) -> list[m.ResponseOutputItemAddedEvent]:
         "The 'open' transition: emits response.output_item.added."
 
         if self.state != "pending":
             raise TransitionError("compaction", "open", self.state, ("pending",))
 
-        events: list[m.Event] = []
+        events: list[m.ResponseOutputItemAddedEvent] = []
         self.state = "open"
         seq = self._stream.seq
         snap = self.snapshot()
         self.output_index = self._stream.open_item(self, snap)
         events.append(
-            m.OutputItemAddedEvent(
+            m.ResponseOutputItemAddedEvent(
                 sequence_number=next(seq), output_index=self.output_index, item=snap
             )
         )
         return events
 
-    def compacting(self) -> list[m.Event]:
+    def compacting(self) -> list[m.ResponseCompactionCompactingEvent]:
         "The 'compacting' transition: emits response.compaction.compacting."
 
         if self.state != "open":
             raise TransitionError("compaction", "compacting", self.state, ("open",))
 
-        events: list[m.Event] = []
+        events: list[m.ResponseCompactionCompactingEvent] = []
         self.state = "compacting"
         seq = self._stream.seq
         events.append(
-            m.CompactionCompactingEvent(
+            m.ResponseCompactionCompactingEvent(
                 sequence_number=next(seq), item_id=self.item_id, output_index=self.output_index
             )
         )
         return events
 
-    def done(self, encrypted_content: str = "") -> list[m.Event]:
+    def done(self, encrypted_content: str = "") -> list[m.ResponseOutputItemDoneEvent]:
         "The 'done' transition: emits response.output_item.done."
 
         if self.state != "compacting":
             raise TransitionError("compaction", "done", self.state, ("compacting",))
 
-        events: list[m.Event] = []
+        events: list[m.ResponseOutputItemDoneEvent] = []
         self.state = "closed"
         self.status = "completed"
         self.encrypted_content = encrypted_content
@@ -739,13 +758,13 @@ class CompactionEmitter:
         snap = self.snapshot()
         self._stream.close_item(self.output_index, snap)
         events.append(
-            m.OutputItemDoneEvent(
+            m.ResponseOutputItemDoneEvent(
                 sequence_number=next(seq), output_index=self.output_index, item=snap
             )
         )
         return events
 
-    def incomplete(self) -> list[m.Event]:
+    def incomplete(self) -> list[m.ResponseOutputItemDoneEvent]:
         "The 'incomplete' transition: emits response.output_item.done."
 
         if self.state not in (
@@ -762,14 +781,14 @@ class CompactionEmitter:
                 ),
             )
 
-        events: list[m.Event] = []
+        events: list[m.ResponseOutputItemDoneEvent] = []
         self.state = "closed"
         self.status = "incomplete"
         seq = self._stream.seq
         snap = self.snapshot()
         self._stream.close_item(self.output_index, snap)
         events.append(
-            m.OutputItemDoneEvent(
+            m.ResponseOutputItemDoneEvent(
                 sequence_number=next(seq), output_index=self.output_index, item=snap
             )
         )
@@ -811,9 +830,9 @@ class ComputerCallEmitter:
             pending_safety_checks if pending_safety_checks is not None else []
         )
 
-    def snapshot(self) -> m.ComputerCallItem:
+    def snapshot(self) -> m.ResponseComputerToolCall:
         """The item as it stands now."""
-        return m.ComputerCallItem(
+        return m.ResponseComputerToolCall(
             id=self.item_id,
             status=self.status,
             call_id=self.call_id,
@@ -825,57 +844,57 @@ class ComputerCallEmitter:
     def closed(self) -> bool:
         return self.state in ("closed",)
 
-    def open(self) -> list[m.Event]:
+    def open(self) -> list[m.ResponseOutputItemAddedEvent]:
         "The 'open' transition: emits response.output_item.added."
 
         if self.state != "pending":
             raise TransitionError("computer_call", "open", self.state, ("pending",))
 
-        events: list[m.Event] = []
+        events: list[m.ResponseOutputItemAddedEvent] = []
         self.state = "open"
         seq = self._stream.seq
         snap = self.snapshot()
         self.output_index = self._stream.open_item(self, snap)
         events.append(
-            m.OutputItemAddedEvent(
+            m.ResponseOutputItemAddedEvent(
                 sequence_number=next(seq), output_index=self.output_index, item=snap
             )
         )
         return events
 
-    def done(self) -> list[m.Event]:
+    def done(self) -> list[m.ResponseOutputItemDoneEvent]:
         "The 'done' transition: emits response.output_item.done."
 
         if self.state != "open":
             raise TransitionError("computer_call", "done", self.state, ("open",))
 
-        events: list[m.Event] = []
+        events: list[m.ResponseOutputItemDoneEvent] = []
         self.state = "closed"
         self.status = "completed"
         seq = self._stream.seq
         snap = self.snapshot()
         self._stream.close_item(self.output_index, snap)
         events.append(
-            m.OutputItemDoneEvent(
+            m.ResponseOutputItemDoneEvent(
                 sequence_number=next(seq), output_index=self.output_index, item=snap
             )
         )
         return events
 
-    def incomplete(self) -> list[m.Event]:
+    def incomplete(self) -> list[m.ResponseOutputItemDoneEvent]:
         "The 'incomplete' transition: emits response.output_item.done."
 
         if self.state != "open":
             raise TransitionError("computer_call", "incomplete", self.state, ("open",))
 
-        events: list[m.Event] = []
+        events: list[m.ResponseOutputItemDoneEvent] = []
         self.state = "closed"
         self.status = "incomplete"
         seq = self._stream.seq
         snap = self.snapshot()
         self._stream.close_item(self.output_index, snap)
         events.append(
-            m.OutputItemDoneEvent(
+            m.ResponseOutputItemDoneEvent(
                 sequence_number=next(seq), output_index=self.output_index, item=snap
             )
         )
@@ -906,9 +925,9 @@ class ComputerCallOutputEmitter:
             output if output is not None else {"type": "computer_screenshot", "image_url": ""}
         )
 
-    def snapshot(self) -> m.ComputerCallOutputItem:
+    def snapshot(self) -> m.ResponseComputerToolCallOutputItem:
         """The item as it stands now."""
-        return m.ComputerCallOutputItem(
+        return m.ResponseComputerToolCallOutputItem(
             id=self.item_id, status=self.status, call_id=self.call_id, output=self.output
         )
 
@@ -916,57 +935,57 @@ class ComputerCallOutputEmitter:
     def closed(self) -> bool:
         return self.state in ("closed",)
 
-    def open(self) -> list[m.Event]:
+    def open(self) -> list[m.ResponseOutputItemAddedEvent]:
         "The 'open' transition: emits response.output_item.added."
 
         if self.state != "pending":
             raise TransitionError("computer_call_output", "open", self.state, ("pending",))
 
-        events: list[m.Event] = []
+        events: list[m.ResponseOutputItemAddedEvent] = []
         self.state = "open"
         seq = self._stream.seq
         snap = self.snapshot()
         self.output_index = self._stream.open_item(self, snap)
         events.append(
-            m.OutputItemAddedEvent(
+            m.ResponseOutputItemAddedEvent(
                 sequence_number=next(seq), output_index=self.output_index, item=snap
             )
         )
         return events
 
-    def done(self) -> list[m.Event]:
+    def done(self) -> list[m.ResponseOutputItemDoneEvent]:
         "The 'done' transition: emits response.output_item.done."
 
         if self.state != "open":
             raise TransitionError("computer_call_output", "done", self.state, ("open",))
 
-        events: list[m.Event] = []
+        events: list[m.ResponseOutputItemDoneEvent] = []
         self.state = "closed"
         self.status = "completed"
         seq = self._stream.seq
         snap = self.snapshot()
         self._stream.close_item(self.output_index, snap)
         events.append(
-            m.OutputItemDoneEvent(
+            m.ResponseOutputItemDoneEvent(
                 sequence_number=next(seq), output_index=self.output_index, item=snap
             )
         )
         return events
 
-    def incomplete(self) -> list[m.Event]:
+    def incomplete(self) -> list[m.ResponseOutputItemDoneEvent]:
         "The 'incomplete' transition: emits response.output_item.done."
 
         if self.state != "open":
             raise TransitionError("computer_call_output", "incomplete", self.state, ("open",))
 
-        events: list[m.Event] = []
+        events: list[m.ResponseOutputItemDoneEvent] = []
         self.state = "closed"
         self.status = "incomplete"
         seq = self._stream.seq
         snap = self.snapshot()
         self._stream.close_item(self.output_index, snap)
         events.append(
-            m.OutputItemDoneEvent(
+            m.ResponseOutputItemDoneEvent(
                 sequence_number=next(seq), output_index=self.output_index, item=snap
             )
         )
@@ -1008,9 +1027,9 @@ class CustomToolCallEmitter:
         self.namespace: str | None = namespace
         self._acc_input: TextAcc = TextAcc()
 
-    def snapshot(self) -> m.CustomToolCallItem:
+    def snapshot(self) -> m.ResponseCustomToolCall:
         """The item as it stands now."""
-        return m.CustomToolCallItem(
+        return m.ResponseCustomToolCall(
             id=self.item_id,
             status=self.status,
             call_id=self.call_id,
@@ -1023,38 +1042,38 @@ class CustomToolCallEmitter:
     def closed(self) -> bool:
         return self.state in ("closed",)
 
-    def open(self) -> list[m.Event]:
+    def open(self) -> list[m.ResponseOutputItemAddedEvent]:
         "The 'open' transition: emits response.output_item.added."
 
         if self.state != "pending":
             raise TransitionError("custom_tool_call", "open", self.state, ("pending",))
 
-        events: list[m.Event] = []
+        events: list[m.ResponseOutputItemAddedEvent] = []
         self.state = "streaming"
         seq = self._stream.seq
         snap = self.snapshot()
         self.output_index = self._stream.open_item(self, snap)
         events.append(
-            m.OutputItemAddedEvent(
+            m.ResponseOutputItemAddedEvent(
                 sequence_number=next(seq), output_index=self.output_index, item=snap
             )
         )
         return events
 
-    def delta(self, delta: str) -> list[m.Event]:
+    def delta(self, delta: str) -> list[m.ResponseCustomToolCallInputDeltaEvent]:
         "The 'delta' transition: emits response.custom_tool_call_input.delta."
 
         if self.state != "streaming":
             raise TransitionError("custom_tool_call", "delta", self.state, ("streaming",))
 
-        events: list[m.Event] = []
+        events: list[m.ResponseCustomToolCallInputDeltaEvent] = []
         self.state = "streaming"
         self._acc_input.append(delta)
         if len(self._acc_input) >= 256:
             self._acc_input.compact()
         seq = self._stream.seq
         events.append(
-            m.CustomToolCallInputDeltaEvent(
+            m.ResponseCustomToolCallInputDeltaEvent(
                 sequence_number=next(seq),
                 item_id=self.item_id,
                 output_index=self.output_index,
@@ -1063,20 +1082,20 @@ class CustomToolCallEmitter:
         )
         return events
 
-    def done(self) -> list[m.Event]:
+    def done(self) -> list[m.ResponseCustomToolCallInputDoneEvent | m.ResponseOutputItemDoneEvent]:
         "The 'done' transition: emits response.custom_tool_call_input.done, response.output_item.done."
 
         if self.state != "streaming":
             raise TransitionError("custom_tool_call", "done", self.state, ("streaming",))
 
-        events: list[m.Event] = []
+        events: list[m.ResponseCustomToolCallInputDoneEvent | m.ResponseOutputItemDoneEvent] = []
         self.state = "closed"
         self.status = "completed"
         seq = self._stream.seq
         snap = self.snapshot()
         self._stream.close_item(self.output_index, snap)
         events.append(
-            m.CustomToolCallInputDoneEvent(
+            m.ResponseCustomToolCallInputDoneEvent(
                 sequence_number=next(seq),
                 item_id=self.item_id,
                 output_index=self.output_index,
@@ -1084,26 +1103,28 @@ class CustomToolCallEmitter:
             )
         )
         events.append(
-            m.OutputItemDoneEvent(
+            m.ResponseOutputItemDoneEvent(
                 sequence_number=next(seq), output_index=self.output_index, item=snap
             )
         )
         return events
 
-    def incomplete(self) -> list[m.Event]:
+    def incomplete(
+        self,
+    ) -> list[m.ResponseCustomToolCallInputDoneEvent | m.ResponseOutputItemDoneEvent]:
         "The 'incomplete' transition: emits response.custom_tool_call_input.done, response.output_item.done."
 
         if self.state != "streaming":
             raise TransitionError("custom_tool_call", "incomplete", self.state, ("streaming",))
 
-        events: list[m.Event] = []
+        events: list[m.ResponseCustomToolCallInputDoneEvent | m.ResponseOutputItemDoneEvent] = []
         self.state = "closed"
         self.status = "incomplete"
         seq = self._stream.seq
         snap = self.snapshot()
         self._stream.close_item(self.output_index, snap)
         events.append(
-            m.CustomToolCallInputDoneEvent(
+            m.ResponseCustomToolCallInputDoneEvent(
                 sequence_number=next(seq),
                 item_id=self.item_id,
                 output_index=self.output_index,
@@ -1111,7 +1132,7 @@ class CustomToolCallEmitter:
             )
         )
         events.append(
-            m.OutputItemDoneEvent(
+            m.ResponseOutputItemDoneEvent(
                 sequence_number=next(seq), output_index=self.output_index, item=snap
             )
         )
@@ -1135,9 +1156,9 @@ class CustomToolCallOutputEmitter:
         self.call_id: str = call_id
         self.output: Any = output if output is not None else ""
 
-    def snapshot(self) -> m.CustomToolCallOutputItem:
+    def snapshot(self) -> m.ResponseCustomToolCallOutputItem:
         """The item as it stands now."""
-        return m.CustomToolCallOutputItem(
+        return m.ResponseCustomToolCallOutputItem(
             id=self.item_id, status=self.status, call_id=self.call_id, output=self.output
         )
 
@@ -1145,57 +1166,57 @@ class CustomToolCallOutputEmitter:
     def closed(self) -> bool:
         return self.state in ("closed",)
 
-    def open(self) -> list[m.Event]:
+    def open(self) -> list[m.ResponseOutputItemAddedEvent]:
         "The 'open' transition: emits response.output_item.added."
 
         if self.state != "pending":
             raise TransitionError("custom_tool_call_output", "open", self.state, ("pending",))
 
-        events: list[m.Event] = []
+        events: list[m.ResponseOutputItemAddedEvent] = []
         self.state = "open"
         seq = self._stream.seq
         snap = self.snapshot()
         self.output_index = self._stream.open_item(self, snap)
         events.append(
-            m.OutputItemAddedEvent(
+            m.ResponseOutputItemAddedEvent(
                 sequence_number=next(seq), output_index=self.output_index, item=snap
             )
         )
         return events
 
-    def done(self) -> list[m.Event]:
+    def done(self) -> list[m.ResponseOutputItemDoneEvent]:
         "The 'done' transition: emits response.output_item.done."
 
         if self.state != "open":
             raise TransitionError("custom_tool_call_output", "done", self.state, ("open",))
 
-        events: list[m.Event] = []
+        events: list[m.ResponseOutputItemDoneEvent] = []
         self.state = "closed"
         self.status = "completed"
         seq = self._stream.seq
         snap = self.snapshot()
         self._stream.close_item(self.output_index, snap)
         events.append(
-            m.OutputItemDoneEvent(
+            m.ResponseOutputItemDoneEvent(
                 sequence_number=next(seq), output_index=self.output_index, item=snap
             )
         )
         return events
 
-    def incomplete(self) -> list[m.Event]:
+    def incomplete(self) -> list[m.ResponseOutputItemDoneEvent]:
         "The 'incomplete' transition: emits response.output_item.done."
 
         if self.state != "open":
             raise TransitionError("custom_tool_call_output", "incomplete", self.state, ("open",))
 
-        events: list[m.Event] = []
+        events: list[m.ResponseOutputItemDoneEvent] = []
         self.state = "closed"
         self.status = "incomplete"
         seq = self._stream.seq
         snap = self.snapshot()
         self._stream.close_item(self.output_index, snap)
         events.append(
-            m.OutputItemDoneEvent(
+            m.ResponseOutputItemDoneEvent(
                 sequence_number=next(seq), output_index=self.output_index, item=snap
             )
         )
@@ -1221,9 +1242,9 @@ class FileSearchCallEmitter:
         self.queries: list[str] = queries if queries is not None else []
         self.results: list[dict[str, Any]] | None = None
 
-    def snapshot(self) -> m.FileSearchCallItem:
+    def snapshot(self) -> m.ResponseFileSearchToolCall:
         """The item as it stands now."""
-        return m.FileSearchCallItem(
+        return m.ResponseFileSearchToolCall(
             id=self.item_id, status=self.status, queries=self.queries, results=self.results
         )
 
@@ -1231,53 +1252,57 @@ class FileSearchCallEmitter:
     def closed(self) -> bool:
         return self.state in ("closed",)
 
-    def open(self) -> list[m.Event]:
+    def open(
+        self,
+    ) -> list[m.ResponseOutputItemAddedEvent | m.ResponseFileSearchCallInProgressEvent]:
         "The 'open' transition: emits response.output_item.added, response.file_search_call.in_progress."
 
         if self.state != "pending":
             raise TransitionError("file_search_call", "open", self.state, ("pending",))
 
-        events: list[m.Event] = []
+        events: list[m.ResponseOutputItemAddedEvent | m.ResponseFileSearchCallInProgressEvent] = []
         self.state = "started"
         seq = self._stream.seq
         snap = self.snapshot()
         self.output_index = self._stream.open_item(self, snap)
         events.append(
-            m.OutputItemAddedEvent(
+            m.ResponseOutputItemAddedEvent(
                 sequence_number=next(seq), output_index=self.output_index, item=snap
             )
         )
         events.append(
-            m.FileSearchCallInProgressEvent(
+            m.ResponseFileSearchCallInProgressEvent(
                 sequence_number=next(seq), item_id=self.item_id, output_index=self.output_index
             )
         )
         return events
 
-    def searching(self) -> list[m.Event]:
+    def searching(self) -> list[m.ResponseFileSearchCallSearchingEvent]:
         "The 'searching' transition: emits response.file_search_call.searching."
 
         if self.state != "started":
             raise TransitionError("file_search_call", "searching", self.state, ("started",))
 
-        events: list[m.Event] = []
+        events: list[m.ResponseFileSearchCallSearchingEvent] = []
         self.state = "searching"
         self.status = "searching"
         seq = self._stream.seq
         events.append(
-            m.FileSearchCallSearchingEvent(
+            m.ResponseFileSearchCallSearchingEvent(
                 sequence_number=next(seq), item_id=self.item_id, output_index=self.output_index
             )
         )
         return events
 
-    def done(self, results: list[dict[str, Any]] | None = None) -> list[m.Event]:
+    def done(
+        self, results: list[dict[str, Any]] | None = None
+    ) -> list[m.ResponseFileSearchCallCompletedEvent | m.ResponseOutputItemDoneEvent]:
         "The 'done' transition: emits response.file_search_call.completed, response.output_item.done."
 
         if self.state != "searching":
             raise TransitionError("file_search_call", "done", self.state, ("searching",))
 
-        events: list[m.Event] = []
+        events: list[m.ResponseFileSearchCallCompletedEvent | m.ResponseOutputItemDoneEvent] = []
         self.state = "closed"
         self.status = "completed"
         self.results = results
@@ -1285,18 +1310,18 @@ class FileSearchCallEmitter:
         snap = self.snapshot()
         self._stream.close_item(self.output_index, snap)
         events.append(
-            m.FileSearchCallCompletedEvent(
+            m.ResponseFileSearchCallCompletedEvent(
                 sequence_number=next(seq), item_id=self.item_id, output_index=self.output_index
             )
         )
         events.append(
-            m.OutputItemDoneEvent(
+            m.ResponseOutputItemDoneEvent(
                 sequence_number=next(seq), output_index=self.output_index, item=snap
             )
         )
         return events
 
-    def fail(self) -> list[m.Event]:
+    def fail(self) -> list[m.ResponseOutputItemDoneEvent]:
         "The 'fail' transition: emits response.output_item.done."
 
         if self.state not in (
@@ -1313,20 +1338,20 @@ class FileSearchCallEmitter:
                 ),
             )
 
-        events: list[m.Event] = []
+        events: list[m.ResponseOutputItemDoneEvent] = []
         self.state = "closed"
         self.status = "failed"
         seq = self._stream.seq
         snap = self.snapshot()
         self._stream.close_item(self.output_index, snap)
         events.append(
-            m.OutputItemDoneEvent(
+            m.ResponseOutputItemDoneEvent(
                 sequence_number=next(seq), output_index=self.output_index, item=snap
             )
         )
         return events
 
-    def incomplete(self) -> list[m.Event]:
+    def incomplete(self) -> list[m.ResponseOutputItemDoneEvent]:
         "The 'incomplete' transition: emits response.output_item.done."
 
         if self.state not in (
@@ -1343,14 +1368,14 @@ class FileSearchCallEmitter:
                 ),
             )
 
-        events: list[m.Event] = []
+        events: list[m.ResponseOutputItemDoneEvent] = []
         self.state = "closed"
         self.status = "incomplete"
         seq = self._stream.seq
         snap = self.snapshot()
         self._stream.close_item(self.output_index, snap)
         events.append(
-            m.OutputItemDoneEvent(
+            m.ResponseOutputItemDoneEvent(
                 sequence_number=next(seq), output_index=self.output_index, item=snap
             )
         )
@@ -1392,9 +1417,9 @@ class FunctionCallEmitter:
         self.namespace: str | None = namespace
         self._acc_arguments: TextAcc = TextAcc()
 
-    def snapshot(self) -> m.FunctionCallItem:
+    def snapshot(self) -> m.ResponseFunctionToolCall:
         """The item as it stands now."""
-        return m.FunctionCallItem(
+        return m.ResponseFunctionToolCall(
             id=self.item_id,
             status=self.status,
             call_id=self.call_id,
@@ -1407,38 +1432,38 @@ class FunctionCallEmitter:
     def closed(self) -> bool:
         return self.state in ("closed",)
 
-    def open(self) -> list[m.Event]:
+    def open(self) -> list[m.ResponseOutputItemAddedEvent]:
         "The 'open' transition: emits response.output_item.added."
 
         if self.state != "pending":
             raise TransitionError("function_call", "open", self.state, ("pending",))
 
-        events: list[m.Event] = []
+        events: list[m.ResponseOutputItemAddedEvent] = []
         self.state = "streaming"
         seq = self._stream.seq
         snap = self.snapshot()
         self.output_index = self._stream.open_item(self, snap)
         events.append(
-            m.OutputItemAddedEvent(
+            m.ResponseOutputItemAddedEvent(
                 sequence_number=next(seq), output_index=self.output_index, item=snap
             )
         )
         return events
 
-    def delta(self, delta: str) -> list[m.Event]:
+    def delta(self, delta: str) -> list[m.ResponseFunctionCallArgumentsDeltaEvent]:
         "The 'delta' transition: emits response.function_call_arguments.delta."
 
         if self.state != "streaming":
             raise TransitionError("function_call", "delta", self.state, ("streaming",))
 
-        events: list[m.Event] = []
+        events: list[m.ResponseFunctionCallArgumentsDeltaEvent] = []
         self.state = "streaming"
         self._acc_arguments.append(delta)
         if len(self._acc_arguments) >= 256:
             self._acc_arguments.compact()
         seq = self._stream.seq
         events.append(
-            m.FunctionCallArgumentsDeltaEvent(
+            m.ResponseFunctionCallArgumentsDeltaEvent(
                 sequence_number=next(seq),
                 item_id=self.item_id,
                 output_index=self.output_index,
@@ -1447,20 +1472,22 @@ class FunctionCallEmitter:
         )
         return events
 
-    def done(self) -> list[m.Event]:
+    def done(
+        self,
+    ) -> list[m.ResponseFunctionCallArgumentsDoneEvent | m.ResponseOutputItemDoneEvent]:
         "The 'done' transition: emits response.function_call_arguments.done, response.output_item.done."
 
         if self.state != "streaming":
             raise TransitionError("function_call", "done", self.state, ("streaming",))
 
-        events: list[m.Event] = []
+        events: list[m.ResponseFunctionCallArgumentsDoneEvent | m.ResponseOutputItemDoneEvent] = []
         self.state = "closed"
         self.status = "completed"
         seq = self._stream.seq
         snap = self.snapshot()
         self._stream.close_item(self.output_index, snap)
         events.append(
-            m.FunctionCallArgumentsDoneEvent(
+            m.ResponseFunctionCallArgumentsDoneEvent(
                 sequence_number=next(seq),
                 item_id=self.item_id,
                 output_index=self.output_index,
@@ -1468,26 +1495,28 @@ class FunctionCallEmitter:
             )
         )
         events.append(
-            m.OutputItemDoneEvent(
+            m.ResponseOutputItemDoneEvent(
                 sequence_number=next(seq), output_index=self.output_index, item=snap
             )
         )
         return events
 
-    def incomplete(self) -> list[m.Event]:
+    def incomplete(
+        self,
+    ) -> list[m.ResponseFunctionCallArgumentsDoneEvent | m.ResponseOutputItemDoneEvent]:
         "The 'incomplete' transition: emits response.function_call_arguments.done, response.output_item.done."
 
         if self.state != "streaming":
             raise TransitionError("function_call", "incomplete", self.state, ("streaming",))
 
-        events: list[m.Event] = []
+        events: list[m.ResponseFunctionCallArgumentsDoneEvent | m.ResponseOutputItemDoneEvent] = []
         self.state = "closed"
         self.status = "incomplete"
         seq = self._stream.seq
         snap = self.snapshot()
         self._stream.close_item(self.output_index, snap)
         events.append(
-            m.FunctionCallArgumentsDoneEvent(
+            m.ResponseFunctionCallArgumentsDoneEvent(
                 sequence_number=next(seq),
                 item_id=self.item_id,
                 output_index=self.output_index,
@@ -1495,7 +1524,7 @@ class FunctionCallEmitter:
             )
         )
         events.append(
-            m.OutputItemDoneEvent(
+            m.ResponseOutputItemDoneEvent(
                 sequence_number=next(seq), output_index=self.output_index, item=snap
             )
         )
@@ -1519,9 +1548,9 @@ class FunctionCallOutputEmitter:
         self.call_id: str = call_id
         self.output: Any = output if output is not None else ""
 
-    def snapshot(self) -> m.FunctionCallOutputItem:
+    def snapshot(self) -> m.ResponseFunctionToolCallOutputItem:
         """The item as it stands now."""
-        return m.FunctionCallOutputItem(
+        return m.ResponseFunctionToolCallOutputItem(
             id=self.item_id, status=self.status, call_id=self.call_id, output=self.output
         )
 
@@ -1529,57 +1558,57 @@ class FunctionCallOutputEmitter:
     def closed(self) -> bool:
         return self.state in ("closed",)
 
-    def open(self) -> list[m.Event]:
+    def open(self) -> list[m.ResponseOutputItemAddedEvent]:
         "The 'open' transition: emits response.output_item.added."
 
         if self.state != "pending":
             raise TransitionError("function_call_output", "open", self.state, ("pending",))
 
-        events: list[m.Event] = []
+        events: list[m.ResponseOutputItemAddedEvent] = []
         self.state = "open"
         seq = self._stream.seq
         snap = self.snapshot()
         self.output_index = self._stream.open_item(self, snap)
         events.append(
-            m.OutputItemAddedEvent(
+            m.ResponseOutputItemAddedEvent(
                 sequence_number=next(seq), output_index=self.output_index, item=snap
             )
         )
         return events
 
-    def done(self) -> list[m.Event]:
+    def done(self) -> list[m.ResponseOutputItemDoneEvent]:
         "The 'done' transition: emits response.output_item.done."
 
         if self.state != "open":
             raise TransitionError("function_call_output", "done", self.state, ("open",))
 
-        events: list[m.Event] = []
+        events: list[m.ResponseOutputItemDoneEvent] = []
         self.state = "closed"
         self.status = "completed"
         seq = self._stream.seq
         snap = self.snapshot()
         self._stream.close_item(self.output_index, snap)
         events.append(
-            m.OutputItemDoneEvent(
+            m.ResponseOutputItemDoneEvent(
                 sequence_number=next(seq), output_index=self.output_index, item=snap
             )
         )
         return events
 
-    def incomplete(self) -> list[m.Event]:
+    def incomplete(self) -> list[m.ResponseOutputItemDoneEvent]:
         "The 'incomplete' transition: emits response.output_item.done."
 
         if self.state != "open":
             raise TransitionError("function_call_output", "incomplete", self.state, ("open",))
 
-        events: list[m.Event] = []
+        events: list[m.ResponseOutputItemDoneEvent] = []
         self.state = "closed"
         self.status = "incomplete"
         seq = self._stream.seq
         snap = self.snapshot()
         self._stream.close_item(self.output_index, snap)
         events.append(
-            m.OutputItemDoneEvent(
+            m.ResponseOutputItemDoneEvent(
                 sequence_number=next(seq), output_index=self.output_index, item=snap
             )
         )
@@ -1609,55 +1638,57 @@ class ImageGenerationCallEmitter:
         self.result: str | None = None
         self._acc_partial_images: list[Any] = []
 
-    def snapshot(self) -> m.ImageGenerationCallItem:
+    def snapshot(self) -> m.ImageGenerationCall:
         """The item as it stands now."""
-        return m.ImageGenerationCallItem(id=self.item_id, status=self.status, result=self.result)
+        return m.ImageGenerationCall(id=self.item_id, status=self.status, result=self.result)
 
     @property
     def closed(self) -> bool:
         return self.state in ("closed",)
 
-    def open(self) -> list[m.Event]:
+    def open(self) -> list[m.ResponseOutputItemAddedEvent | m.ResponseImageGenCallInProgressEvent]:
         "The 'open' transition: emits response.output_item.added, response.image_generation_call.in_progress."
 
         if self.state != "pending":
             raise TransitionError("image_generation_call", "open", self.state, ("pending",))
 
-        events: list[m.Event] = []
+        events: list[m.ResponseOutputItemAddedEvent | m.ResponseImageGenCallInProgressEvent] = []
         self.state = "started"
         seq = self._stream.seq
         snap = self.snapshot()
         self.output_index = self._stream.open_item(self, snap)
         events.append(
-            m.OutputItemAddedEvent(
+            m.ResponseOutputItemAddedEvent(
                 sequence_number=next(seq), output_index=self.output_index, item=snap
             )
         )
         events.append(
-            m.ImageGenerationCallInProgressEvent(
+            m.ResponseImageGenCallInProgressEvent(
                 sequence_number=next(seq), item_id=self.item_id, output_index=self.output_index
             )
         )
         return events
 
-    def generating(self) -> list[m.Event]:
+    def generating(self) -> list[m.ResponseImageGenCallGeneratingEvent]:
         "The 'generating' transition: emits response.image_generation_call.generating."
 
         if self.state != "started":
             raise TransitionError("image_generation_call", "generating", self.state, ("started",))
 
-        events: list[m.Event] = []
+        events: list[m.ResponseImageGenCallGeneratingEvent] = []
         self.state = "generating"
         self.status = "generating"
         seq = self._stream.seq
         events.append(
-            m.ImageGenerationCallGeneratingEvent(
+            m.ResponseImageGenCallGeneratingEvent(
                 sequence_number=next(seq), item_id=self.item_id, output_index=self.output_index
             )
         )
         return events
 
-    def partial_image(self, partial_image_b64: str) -> list[m.Event]:
+    def partial_image(
+        self, partial_image_b64: str
+    ) -> list[m.ResponseImageGenCallPartialImageEvent]:
         "The 'partial_image' transition: emits response.image_generation_call.partial_image."
 
         if self.state != "generating":
@@ -1665,12 +1696,12 @@ class ImageGenerationCallEmitter:
                 "image_generation_call", "partial_image", self.state, ("generating",)
             )
 
-        events: list[m.Event] = []
+        events: list[m.ResponseImageGenCallPartialImageEvent] = []
         self.state = "generating"
         self._acc_partial_images.append(partial_image_b64)
         seq = self._stream.seq
         events.append(
-            m.ImageGenerationCallPartialImageEvent(
+            m.ResponseImageGenCallPartialImageEvent(
                 sequence_number=next(seq),
                 item_id=self.item_id,
                 output_index=self.output_index,
@@ -1680,13 +1711,15 @@ class ImageGenerationCallEmitter:
         )
         return events
 
-    def done(self, result: str | None = None) -> list[m.Event]:
+    def done(
+        self, result: str | None = None
+    ) -> list[m.ResponseImageGenCallCompletedEvent | m.ResponseOutputItemDoneEvent]:
         "The 'done' transition: emits response.image_generation_call.completed, response.output_item.done."
 
         if self.state != "generating":
             raise TransitionError("image_generation_call", "done", self.state, ("generating",))
 
-        events: list[m.Event] = []
+        events: list[m.ResponseImageGenCallCompletedEvent | m.ResponseOutputItemDoneEvent] = []
         self.state = "closed"
         self.status = "completed"
         self.result = result
@@ -1694,18 +1727,18 @@ class ImageGenerationCallEmitter:
         snap = self.snapshot()
         self._stream.close_item(self.output_index, snap)
         events.append(
-            m.ImageGenerationCallCompletedEvent(
+            m.ResponseImageGenCallCompletedEvent(
                 sequence_number=next(seq), item_id=self.item_id, output_index=self.output_index
             )
         )
         events.append(
-            m.OutputItemDoneEvent(
+            m.ResponseOutputItemDoneEvent(
                 sequence_number=next(seq), output_index=self.output_index, item=snap
             )
         )
         return events
 
-    def fail(self) -> list[m.Event]:
+    def fail(self) -> list[m.ResponseOutputItemDoneEvent]:
         "The 'fail' transition: emits response.output_item.done."
 
         if self.state not in (
@@ -1722,20 +1755,20 @@ class ImageGenerationCallEmitter:
                 ),
             )
 
-        events: list[m.Event] = []
+        events: list[m.ResponseOutputItemDoneEvent] = []
         self.state = "closed"
         self.status = "failed"
         seq = self._stream.seq
         snap = self.snapshot()
         self._stream.close_item(self.output_index, snap)
         events.append(
-            m.OutputItemDoneEvent(
+            m.ResponseOutputItemDoneEvent(
                 sequence_number=next(seq), output_index=self.output_index, item=snap
             )
         )
         return events
 
-    def incomplete(self) -> list[m.Event]:
+    def incomplete(self) -> list[m.ResponseOutputItemDoneEvent]:
         "Cut short; the item status enum has no incomplete, so it is failed."
 
         if self.state not in (
@@ -1752,14 +1785,14 @@ class ImageGenerationCallEmitter:
                 ),
             )
 
-        events: list[m.Event] = []
+        events: list[m.ResponseOutputItemDoneEvent] = []
         self.state = "closed"
         self.status = "failed"
         seq = self._stream.seq
         snap = self.snapshot()
         self._stream.close_item(self.output_index, snap)
         events.append(
-            m.OutputItemDoneEvent(
+            m.ResponseOutputItemDoneEvent(
                 sequence_number=next(seq), output_index=self.output_index, item=snap
             )
         )
@@ -1790,9 +1823,9 @@ class LocalShellCallEmitter:
             action if action is not None else {"type": "exec", "command": [], "env": {}}
         )
 
-    def snapshot(self) -> m.LocalShellCallItem:
+    def snapshot(self) -> m.LocalShellCall:
         """The item as it stands now."""
-        return m.LocalShellCallItem(
+        return m.LocalShellCall(
             id=self.item_id, status=self.status, call_id=self.call_id, action=self.action
         )
 
@@ -1800,57 +1833,57 @@ class LocalShellCallEmitter:
     def closed(self) -> bool:
         return self.state in ("closed",)
 
-    def open(self) -> list[m.Event]:
+    def open(self) -> list[m.ResponseOutputItemAddedEvent]:
         "The 'open' transition: emits response.output_item.added."
 
         if self.state != "pending":
             raise TransitionError("local_shell_call", "open", self.state, ("pending",))
 
-        events: list[m.Event] = []
+        events: list[m.ResponseOutputItemAddedEvent] = []
         self.state = "open"
         seq = self._stream.seq
         snap = self.snapshot()
         self.output_index = self._stream.open_item(self, snap)
         events.append(
-            m.OutputItemAddedEvent(
+            m.ResponseOutputItemAddedEvent(
                 sequence_number=next(seq), output_index=self.output_index, item=snap
             )
         )
         return events
 
-    def done(self) -> list[m.Event]:
+    def done(self) -> list[m.ResponseOutputItemDoneEvent]:
         "The 'done' transition: emits response.output_item.done."
 
         if self.state != "open":
             raise TransitionError("local_shell_call", "done", self.state, ("open",))
 
-        events: list[m.Event] = []
+        events: list[m.ResponseOutputItemDoneEvent] = []
         self.state = "closed"
         self.status = "completed"
         seq = self._stream.seq
         snap = self.snapshot()
         self._stream.close_item(self.output_index, snap)
         events.append(
-            m.OutputItemDoneEvent(
+            m.ResponseOutputItemDoneEvent(
                 sequence_number=next(seq), output_index=self.output_index, item=snap
             )
         )
         return events
 
-    def incomplete(self) -> list[m.Event]:
+    def incomplete(self) -> list[m.ResponseOutputItemDoneEvent]:
         "The 'incomplete' transition: emits response.output_item.done."
 
         if self.state != "open":
             raise TransitionError("local_shell_call", "incomplete", self.state, ("open",))
 
-        events: list[m.Event] = []
+        events: list[m.ResponseOutputItemDoneEvent] = []
         self.state = "closed"
         self.status = "incomplete"
         seq = self._stream.seq
         snap = self.snapshot()
         self._stream.close_item(self.output_index, snap)
         events.append(
-            m.OutputItemDoneEvent(
+            m.ResponseOutputItemDoneEvent(
                 sequence_number=next(seq), output_index=self.output_index, item=snap
             )
         )
@@ -1873,65 +1906,65 @@ class LocalShellCallOutputEmitter:
         self.status: Literal["in_progress", "completed", "incomplete"] = "in_progress"
         self.output: str = output if output is not None else ""
 
-    def snapshot(self) -> m.LocalShellCallOutputItem:
+    def snapshot(self) -> m.LocalShellCallOutput:
         """The item as it stands now."""
-        return m.LocalShellCallOutputItem(id=self.item_id, status=self.status, output=self.output)
+        return m.LocalShellCallOutput(id=self.item_id, status=self.status, output=self.output)
 
     @property
     def closed(self) -> bool:
         return self.state in ("closed",)
 
-    def open(self) -> list[m.Event]:
+    def open(self) -> list[m.ResponseOutputItemAddedEvent]:
         "The 'open' transition: emits response.output_item.added."
 
         if self.state != "pending":
             raise TransitionError("local_shell_call_output", "open", self.state, ("pending",))
 
-        events: list[m.Event] = []
+        events: list[m.ResponseOutputItemAddedEvent] = []
         self.state = "open"
         seq = self._stream.seq
         snap = self.snapshot()
         self.output_index = self._stream.open_item(self, snap)
         events.append(
-            m.OutputItemAddedEvent(
+            m.ResponseOutputItemAddedEvent(
                 sequence_number=next(seq), output_index=self.output_index, item=snap
             )
         )
         return events
 
-    def done(self) -> list[m.Event]:
+    def done(self) -> list[m.ResponseOutputItemDoneEvent]:
         "The 'done' transition: emits response.output_item.done."
 
         if self.state != "open":
             raise TransitionError("local_shell_call_output", "done", self.state, ("open",))
 
-        events: list[m.Event] = []
+        events: list[m.ResponseOutputItemDoneEvent] = []
         self.state = "closed"
         self.status = "completed"
         seq = self._stream.seq
         snap = self.snapshot()
         self._stream.close_item(self.output_index, snap)
         events.append(
-            m.OutputItemDoneEvent(
+            m.ResponseOutputItemDoneEvent(
                 sequence_number=next(seq), output_index=self.output_index, item=snap
             )
         )
         return events
 
-    def incomplete(self) -> list[m.Event]:
+    def incomplete(self) -> list[m.ResponseOutputItemDoneEvent]:
         "The 'incomplete' transition: emits response.output_item.done."
 
         if self.state != "open":
             raise TransitionError("local_shell_call_output", "incomplete", self.state, ("open",))
 
-        events: list[m.Event] = []
+        events: list[m.ResponseOutputItemDoneEvent] = []
         self.state = "closed"
         self.status = "incomplete"
         seq = self._stream.seq
         snap = self.snapshot()
         self._stream.close_item(self.output_index, snap)
         events.append(
-            m.OutputItemDoneEvent(
+            m.ResponseOutputItemDoneEvent(
                 sequence_number=next(seq), output_index=self.output_index, item=snap
             )
         )
@@ -1971,9 +2004,9 @@ class McpApprovalRequestEmitter:
         self.name: str = name
         self.arguments: str = arguments if arguments is not None else "{}"
 
-    def snapshot(self) -> m.McpApprovalRequestItem:
+    def snapshot(self) -> m.McpApprovalRequest:
         """The item as it stands now."""
-        return m.McpApprovalRequestItem(
+        return m.McpApprovalRequest(
             id=self.item_id,
             status=self.status,
             server_label=self.server_label,
@@ -1985,57 +2018,57 @@ class McpApprovalRequestEmitter:
     def closed(self) -> bool:
         return self.state in ("closed",)
 
-    def open(self) -> list[m.Event]:
+    def open(self) -> list[m.ResponseOutputItemAddedEvent]:
         "The 'open' transition: emits response.output_item.added."
 
         if self.state != "pending":
             raise TransitionError("mcp_approval_request", "open", self.state, ("pending",))
 
-        events: list[m.Event] = []
+        events: list[m.ResponseOutputItemAddedEvent] = []
         self.state = "open"
         seq = self._stream.seq
         snap = self.snapshot()
         self.output_index = self._stream.open_item(self, snap)
         events.append(
-            m.OutputItemAddedEvent(
+            m.ResponseOutputItemAddedEvent(
                 sequence_number=next(seq), output_index=self.output_index, item=snap
             )
         )
         return events
 
-    def done(self) -> list[m.Event]:
+    def done(self) -> list[m.ResponseOutputItemDoneEvent]:
         "The 'done' transition: emits response.output_item.done."
 
         if self.state != "open":
             raise TransitionError("mcp_approval_request", "done", self.state, ("open",))
 
-        events: list[m.Event] = []
+        events: list[m.ResponseOutputItemDoneEvent] = []
         self.state = "closed"
         self.status = "completed"
         seq = self._stream.seq
         snap = self.snapshot()
         self._stream.close_item(self.output_index, snap)
         events.append(
-            m.OutputItemDoneEvent(
+            m.ResponseOutputItemDoneEvent(
                 sequence_number=next(seq), output_index=self.output_index, item=snap
             )
         )
         return events
 
-    def incomplete(self) -> list[m.Event]:
+    def incomplete(self) -> list[m.ResponseOutputItemDoneEvent]:
         "The 'incomplete' transition: emits response.output_item.done."
 
         if self.state != "open":
             raise TransitionError("mcp_approval_request", "incomplete", self.state, ("open",))
 
-        events: list[m.Event] = []
+        events: list[m.ResponseOutputItemDoneEvent] = []
         self.state = "closed"
         self.status = "incomplete"
         seq = self._stream.seq
         snap = self.snapshot()
         self._stream.close_item(self.output_index, snap)
         events.append(
-            m.OutputItemDoneEvent(
+            m.ResponseOutputItemDoneEvent(
                 sequence_number=next(seq), output_index=self.output_index, item=snap
             )
         )
@@ -2075,9 +2108,9 @@ class McpApprovalResponseEmitter:
         self.approve: bool = approve if approve is not None else True
         self.reason: str | None = reason
 
-    def snapshot(self) -> m.McpApprovalResponseItem:
+    def snapshot(self) -> m.McpApprovalResponse:
         """The item as it stands now."""
-        return m.McpApprovalResponseItem(
+        return m.McpApprovalResponse(
             id=self.item_id,
             status=self.status,
             approval_request_id=self.approval_request_id,
@@ -2089,57 +2122,57 @@ class McpApprovalResponseEmitter:
     def closed(self) -> bool:
         return self.state in ("closed",)
 
-    def open(self) -> list[m.Event]:
+    def open(self) -> list[m.ResponseOutputItemAddedEvent]:
         "The 'open' transition: emits response.output_item.added."
 
         if self.state != "pending":
             raise TransitionError("mcp_approval_response", "open", self.state, ("pending",))
 
-        events: list[m.Event] = []
+        events: list[m.ResponseOutputItemAddedEvent] = []
         self.state = "open"
         seq = self._stream.seq
         snap = self.snapshot()
         self.output_index = self._stream.open_item(self, snap)
         events.append(
-            m.OutputItemAddedEvent(
+            m.ResponseOutputItemAddedEvent(
                 sequence_number=next(seq), output_index=self.output_index, item=snap
             )
         )
         return events
 
-    def done(self) -> list[m.Event]:
+    def done(self) -> list[m.ResponseOutputItemDoneEvent]:
         "The 'done' transition: emits response.output_item.done."
 
         if self.state != "open":
             raise TransitionError("mcp_approval_response", "done", self.state, ("open",))
 
-        events: list[m.Event] = []
+        events: list[m.ResponseOutputItemDoneEvent] = []
         self.state = "closed"
         self.status = "completed"
         seq = self._stream.seq
         snap = self.snapshot()
         self._stream.close_item(self.output_index, snap)
         events.append(
-            m.OutputItemDoneEvent(
+            m.ResponseOutputItemDoneEvent(
                 sequence_number=next(seq), output_index=self.output_index, item=snap
             )
         )
         return events
 
-    def incomplete(self) -> list[m.Event]:
+    def incomplete(self) -> list[m.ResponseOutputItemDoneEvent]:
         "The 'incomplete' transition: emits response.output_item.done."
 
         if self.state != "open":
             raise TransitionError("mcp_approval_response", "incomplete", self.state, ("open",))
 
-        events: list[m.Event] = []
+        events: list[m.ResponseOutputItemDoneEvent] = []
         self.state = "closed"
         self.status = "incomplete"
         seq = self._stream.seq
         snap = self.snapshot()
         self._stream.close_item(self.output_index, snap)
         events.append(
-            m.OutputItemDoneEvent(
+            m.ResponseOutputItemDoneEvent(
                 sequence_number=next(seq), output_index=self.output_index, item=snap
             )
         )
@@ -2186,9 +2219,9 @@ class McpCallEmitter:
         self.error: dict[str, Any] | None = error
         self._acc_arguments: TextAcc = TextAcc()
 
-    def snapshot(self) -> m.McpCallItem:
+    def snapshot(self) -> m.McpCall:
         """The item as it stands now."""
-        return m.McpCallItem(
+        return m.McpCall(
             id=self.item_id,
             status=self.status,
             server_label=self.server_label,
@@ -2202,43 +2235,43 @@ class McpCallEmitter:
     def closed(self) -> bool:
         return self.state in ("closed",)
 
-    def open(self) -> list[m.Event]:
+    def open(self) -> list[m.ResponseOutputItemAddedEvent | m.ResponseMcpCallInProgressEvent]:
         "The 'open' transition: emits response.output_item.added, response.mcp_call.in_progress."
 
         if self.state != "pending":
             raise TransitionError("mcp_call", "open", self.state, ("pending",))
 
-        events: list[m.Event] = []
+        events: list[m.ResponseOutputItemAddedEvent | m.ResponseMcpCallInProgressEvent] = []
         self.state = "streaming"
         seq = self._stream.seq
         snap = self.snapshot()
         self.output_index = self._stream.open_item(self, snap)
         events.append(
-            m.OutputItemAddedEvent(
+            m.ResponseOutputItemAddedEvent(
                 sequence_number=next(seq), output_index=self.output_index, item=snap
             )
         )
         events.append(
-            m.McpCallInProgressEvent(
+            m.ResponseMcpCallInProgressEvent(
                 sequence_number=next(seq), item_id=self.item_id, output_index=self.output_index
             )
         )
         return events
 
-    def delta(self, delta: str) -> list[m.Event]:
+    def delta(self, delta: str) -> list[m.ResponseMcpCallArgumentsDeltaEvent]:
         "The 'delta' transition: emits response.mcp_call_arguments.delta."
 
         if self.state != "streaming":
             raise TransitionError("mcp_call", "delta", self.state, ("streaming",))
 
-        events: list[m.Event] = []
+        events: list[m.ResponseMcpCallArgumentsDeltaEvent] = []
         self.state = "streaming"
         self._acc_arguments.append(delta)
         if len(self._acc_arguments) >= 256:
             self._acc_arguments.compact()
         seq = self._stream.seq
         events.append(
-            m.McpCallArgumentsDeltaEvent(
+            m.ResponseMcpCallArgumentsDeltaEvent(
                 sequence_number=next(seq),
                 item_id=self.item_id,
                 output_index=self.output_index,
@@ -2247,34 +2280,34 @@ class McpCallEmitter:
         )
         return events
 
-    def progress(self) -> list[m.Event]:
+    def progress(self) -> list[m.ResponseMcpCallInProgressEvent]:
         "OpenAI repeats in_progress while the arguments stream."
 
         if self.state != "streaming":
             raise TransitionError("mcp_call", "progress", self.state, ("streaming",))
 
-        events: list[m.Event] = []
+        events: list[m.ResponseMcpCallInProgressEvent] = []
         self.state = "streaming"
         seq = self._stream.seq
         events.append(
-            m.McpCallInProgressEvent(
+            m.ResponseMcpCallInProgressEvent(
                 sequence_number=next(seq), item_id=self.item_id, output_index=self.output_index
             )
         )
         return events
 
-    def call(self) -> list[m.Event]:
+    def call(self) -> list[m.ResponseMcpCallArgumentsDoneEvent]:
         "The arguments are complete; the server runs the tool."
 
         if self.state != "streaming":
             raise TransitionError("mcp_call", "call", self.state, ("streaming",))
 
-        events: list[m.Event] = []
+        events: list[m.ResponseMcpCallArgumentsDoneEvent] = []
         self.state = "calling"
         self.status = "calling"
         seq = self._stream.seq
         events.append(
-            m.McpCallArgumentsDoneEvent(
+            m.ResponseMcpCallArgumentsDoneEvent(
                 sequence_number=next(seq),
                 item_id=self.item_id,
                 output_index=self.output_index,
@@ -2283,13 +2316,15 @@ class McpCallEmitter:
         )
         return events
 
-    def done(self, output: str | None = None) -> list[m.Event]:
+    def done(
+        self, output: str | None = None
+    ) -> list[m.ResponseMcpCallCompletedEvent | m.ResponseOutputItemDoneEvent]:
         "The 'done' transition: emits response.mcp_call.completed, response.output_item.done."
 
         if self.state != "calling":
             raise TransitionError("mcp_call", "done", self.state, ("calling",))
 
-        events: list[m.Event] = []
+        events: list[m.ResponseMcpCallCompletedEvent | m.ResponseOutputItemDoneEvent] = []
         self.state = "closed"
         self.status = "completed"
         self.output = output
@@ -2297,24 +2332,26 @@ class McpCallEmitter:
         snap = self.snapshot()
         self._stream.close_item(self.output_index, snap)
         events.append(
-            m.McpCallCompletedEvent(
+            m.ResponseMcpCallCompletedEvent(
                 sequence_number=next(seq), item_id=self.item_id, output_index=self.output_index
             )
         )
         events.append(
-            m.OutputItemDoneEvent(
+            m.ResponseOutputItemDoneEvent(
                 sequence_number=next(seq), output_index=self.output_index, item=snap
             )
         )
         return events
 
-    def fail(self, error: dict[str, Any]) -> list[m.Event]:
+    def fail(
+        self, error: dict[str, Any]
+    ) -> list[m.ResponseMcpCallFailedEvent | m.ResponseOutputItemDoneEvent]:
         "The 'fail' transition: emits response.mcp_call.failed, response.output_item.done."
 
         if self.state != "calling":
             raise TransitionError("mcp_call", "fail", self.state, ("calling",))
 
-        events: list[m.Event] = []
+        events: list[m.ResponseMcpCallFailedEvent | m.ResponseOutputItemDoneEvent] = []
         self.state = "closed"
         self.status = "failed"
         self.error = error
@@ -2322,18 +2359,20 @@ class McpCallEmitter:
         snap = self.snapshot()
         self._stream.close_item(self.output_index, snap)
         events.append(
-            m.McpCallFailedEvent(
+            m.ResponseMcpCallFailedEvent(
                 sequence_number=next(seq), item_id=self.item_id, output_index=self.output_index
             )
         )
         events.append(
-            m.OutputItemDoneEvent(
+            m.ResponseOutputItemDoneEvent(
                 sequence_number=next(seq), output_index=self.output_index, item=snap
             )
         )
         return events
 
-    def incomplete(self) -> list[m.Event]:
+    def incomplete(
+        self,
+    ) -> list[m.ResponseMcpCallArgumentsDoneEvent | m.ResponseOutputItemDoneEvent]:
         "Cut short; the arguments are closed first when they were still streaming."
 
         if self.state not in (
@@ -2350,7 +2389,7 @@ class McpCallEmitter:
                 ),
             )
 
-        events: list[m.Event] = []
+        events: list[m.ResponseMcpCallArgumentsDoneEvent | m.ResponseOutputItemDoneEvent] = []
         prev = self.state
         self.state = "closed"
         self.status = "incomplete"
@@ -2359,7 +2398,7 @@ class McpCallEmitter:
         self._stream.close_item(self.output_index, snap)
         if prev in ("streaming",):
             events.append(
-                m.McpCallArgumentsDoneEvent(
+                m.ResponseMcpCallArgumentsDoneEvent(
                     sequence_number=next(seq),
                     item_id=self.item_id,
                     output_index=self.output_index,
@@ -2367,7 +2406,7 @@ class McpCallEmitter:
                 )
             )
         events.append(
-            m.OutputItemDoneEvent(
+            m.ResponseOutputItemDoneEvent(
                 sequence_number=next(seq), output_index=self.output_index, item=snap
             )
         )
@@ -2406,9 +2445,9 @@ class McpListToolsEmitter:
         self.tools: list[m.McpTool] = _DEFAULT_0
         self.error: str | None = error
 
-    def snapshot(self) -> m.McpListToolsItem:
+    def snapshot(self) -> m.McpListTools:
         """The item as it stands now."""
-        return m.McpListToolsItem(
+        return m.McpListTools(
             id=self.item_id,
             status=self.status,
             server_label=self.server_label,
@@ -2420,30 +2459,32 @@ class McpListToolsEmitter:
     def closed(self) -> bool:
         return self.state in ("closed",)
 
-    def open(self) -> list[m.Event]:
+    def open(self) -> list[m.ResponseOutputItemAddedEvent | m.ResponseMcpListToolsInProgressEvent]:
         "The 'open' transition: emits response.output_item.added, response.mcp_list_tools.in_progress."
 
         if self.state != "pending":
             raise TransitionError("mcp_list_tools", "open", self.state, ("pending",))
 
-        events: list[m.Event] = []
+        events: list[m.ResponseOutputItemAddedEvent | m.ResponseMcpListToolsInProgressEvent] = []
         self.state = "listing"
         seq = self._stream.seq
         snap = self.snapshot()
         self.output_index = self._stream.open_item(self, snap)
         events.append(
-            m.OutputItemAddedEvent(
+            m.ResponseOutputItemAddedEvent(
                 sequence_number=next(seq), output_index=self.output_index, item=snap
             )
         )
         events.append(
-            m.McpListToolsInProgressEvent(
+            m.ResponseMcpListToolsInProgressEvent(
                 sequence_number=next(seq), item_id=self.item_id, output_index=self.output_index
             )
         )
         return events
 
-    def done(self, tools: list[m.McpTool] | None = None) -> list[m.Event]:
+    def done(
+        self, tools: list[m.McpTool] | None = None
+    ) -> list[m.ResponseMcpListToolsCompletedEvent | m.ResponseOutputItemDoneEvent]:
         "The 'done' transition: emits response.mcp_list_tools.completed, response.output_item.done."
         if tools is None:
             tools = []
@@ -2451,7 +2492,7 @@ class McpListToolsEmitter:
         if self.state != "listing":
             raise TransitionError("mcp_list_tools", "done", self.state, ("listing",))
 
-        events: list[m.Event] = []
+        events: list[m.ResponseMcpListToolsCompletedEvent | m.ResponseOutputItemDoneEvent] = []
         self.state = "closed"
         self.status = "completed"
         self.tools = tools
@@ -2459,24 +2500,26 @@ class McpListToolsEmitter:
         snap = self.snapshot()
         self._stream.close_item(self.output_index, snap)
         events.append(
-            m.McpListToolsCompletedEvent(
+            m.ResponseMcpListToolsCompletedEvent(
                 sequence_number=next(seq), item_id=self.item_id, output_index=self.output_index
             )
         )
         events.append(
-            m.OutputItemDoneEvent(
+            m.ResponseOutputItemDoneEvent(
                 sequence_number=next(seq), output_index=self.output_index, item=snap
             )
         )
         return events
 
-    def fail(self, error: str) -> list[m.Event]:
+    def fail(
+        self, error: str
+    ) -> list[m.ResponseMcpListToolsFailedEvent | m.ResponseOutputItemDoneEvent]:
         "The 'fail' transition: emits response.mcp_list_tools.failed, response.output_item.done."
 
         if self.state != "listing":
             raise TransitionError("mcp_list_tools", "fail", self.state, ("listing",))
 
-        events: list[m.Event] = []
+        events: list[m.ResponseMcpListToolsFailedEvent | m.ResponseOutputItemDoneEvent] = []
         self.state = "closed"
         self.status = "failed"
         self.error = error
@@ -2484,38 +2527,38 @@ class McpListToolsEmitter:
         snap = self.snapshot()
         self._stream.close_item(self.output_index, snap)
         events.append(
-            m.McpListToolsFailedEvent(
+            m.ResponseMcpListToolsFailedEvent(
                 sequence_number=next(seq), item_id=self.item_id, output_index=self.output_index
             )
         )
         events.append(
-            m.OutputItemDoneEvent(
+            m.ResponseOutputItemDoneEvent(
                 sequence_number=next(seq), output_index=self.output_index, item=snap
             )
         )
         return events
 
-    def incomplete(self) -> list[m.Event]:
+    def incomplete(self) -> list[m.ResponseOutputItemDoneEvent]:
         "The 'incomplete' transition: emits response.output_item.done."
 
         if self.state != "listing":
             raise TransitionError("mcp_list_tools", "incomplete", self.state, ("listing",))
 
-        events: list[m.Event] = []
+        events: list[m.ResponseOutputItemDoneEvent] = []
         self.state = "closed"
         self.status = "incomplete"
         seq = self._stream.seq
         snap = self.snapshot()
         self._stream.close_item(self.output_index, snap)
         events.append(
-            m.OutputItemDoneEvent(
+            m.ResponseOutputItemDoneEvent(
                 sequence_number=next(seq), output_index=self.output_index, item=snap
             )
         )
         return events
 
 
-class _MessageEmitterOutputTextPartState:
+class _MessageEmitterResponseOutputTextState:
     """The open output_text part of a message item."""
 
     __slots__ = ("index", "state", "text", "annotations", "logprobs")
@@ -2527,13 +2570,13 @@ class _MessageEmitterOutputTextPartState:
         self.annotations: list[Any] = []
         self.logprobs: list[Any] = []
 
-    def snapshot(self) -> m.OutputTextPart:
-        return m.OutputTextPart(
+    def snapshot(self) -> m.ResponseOutputText:
+        return m.ResponseOutputText(
             text=self.text.value(), annotations=list(self.annotations), logprobs=list(self.logprobs)
         )
 
 
-class _MessageEmitterRefusalPartState:
+class _MessageEmitterResponseOutputRefusalState:
     """The open refusal part of a message item."""
 
     __slots__ = ("index", "state", "refusal")
@@ -2543,8 +2586,8 @@ class _MessageEmitterRefusalPartState:
         self.state = "pending"
         self.refusal: TextAcc = TextAcc()
 
-    def snapshot(self) -> m.RefusalPart:
-        return m.RefusalPart(refusal=self.refusal.value())
+    def snapshot(self) -> m.ResponseOutputRefusal:
+        return m.ResponseOutputRefusal(refusal=self.refusal.value())
 
 
 class MessageEmitter:
@@ -2582,9 +2625,9 @@ class MessageEmitter:
         self._next_content = 0
         self._part: Any = None
 
-    def snapshot(self) -> m.MessageItem:
+    def snapshot(self) -> m.ResponseOutputMessage:
         """The item as it stands now."""
-        return m.MessageItem(
+        return m.ResponseOutputMessage(
             id=self.item_id,
             status=self.status,
             role=self.role,
@@ -2596,74 +2639,98 @@ class MessageEmitter:
     def closed(self) -> bool:
         return self.state in ("closed",)
 
-    def open(self) -> list[m.Event]:
+    def open(self) -> list[m.ResponseOutputItemAddedEvent]:
         "The 'open' transition: emits response.output_item.added."
 
         if self.state != "pending":
             raise TransitionError("message", "open", self.state, ("pending",))
 
-        events: list[m.Event] = []
+        events: list[m.ResponseOutputItemAddedEvent] = []
         self.state = "open"
         seq = self._stream.seq
         snap = self.snapshot()
         self.output_index = self._stream.open_item(self, snap)
         events.append(
-            m.OutputItemAddedEvent(
+            m.ResponseOutputItemAddedEvent(
                 sequence_number=next(seq), output_index=self.output_index, item=snap
             )
         )
         return events
 
-    def done(self) -> list[m.Event]:
+    def done(
+        self,
+    ) -> list[
+        m.ResponseTextDoneEvent
+        | m.ResponseContentPartDoneEvent
+        | m.ResponseRefusalDoneEvent
+        | m.ResponseOutputItemDoneEvent
+    ]:
         "The 'done' transition: emits response.output_item.done."
 
         if self.state != "open":
             raise TransitionError("message", "done", self.state, ("open",))
 
-        events: list[m.Event] = self._close_part()
+        events: list[
+            m.ResponseTextDoneEvent
+            | m.ResponseContentPartDoneEvent
+            | m.ResponseRefusalDoneEvent
+            | m.ResponseOutputItemDoneEvent
+        ] = self._close_part()
         self.state = "closed"
         self.status = "completed"
         seq = self._stream.seq
         snap = self.snapshot()
         self._stream.close_item(self.output_index, snap)
         events.append(
-            m.OutputItemDoneEvent(
+            m.ResponseOutputItemDoneEvent(
                 sequence_number=next(seq), output_index=self.output_index, item=snap
             )
         )
         return events
 
-    def incomplete(self) -> list[m.Event]:
+    def incomplete(
+        self,
+    ) -> list[
+        m.ResponseTextDoneEvent
+        | m.ResponseContentPartDoneEvent
+        | m.ResponseRefusalDoneEvent
+        | m.ResponseOutputItemDoneEvent
+    ]:
         "The 'incomplete' transition: emits response.output_item.done."
 
         if self.state != "open":
             raise TransitionError("message", "incomplete", self.state, ("open",))
 
-        events: list[m.Event] = self._close_part()
+        events: list[
+            m.ResponseTextDoneEvent
+            | m.ResponseContentPartDoneEvent
+            | m.ResponseRefusalDoneEvent
+            | m.ResponseOutputItemDoneEvent
+        ] = self._close_part()
         self.state = "closed"
         self.status = "incomplete"
         seq = self._stream.seq
         snap = self.snapshot()
         self._stream.close_item(self.output_index, snap)
         events.append(
-            m.OutputItemDoneEvent(
+            m.ResponseOutputItemDoneEvent(
                 sequence_number=next(seq), output_index=self.output_index, item=snap
             )
         )
         return events
 
-    def _close_part(self) -> list[m.Event]:
+    def _close_part(self) -> list[Any]:
         """Close the open part, if any, before the item closes."""
         p = self._part
         if p is None or p.state == "closed":
             return []
-        if isinstance(p, _MessageEmitterOutputTextPartState):
+        if isinstance(p, _MessageEmitterResponseOutputTextState):
             return self.output_text_done()
-        if isinstance(p, _MessageEmitterRefusalPartState):
+        if isinstance(p, _MessageEmitterResponseOutputRefusalState):
             return self.refusal_done()
         raise AssertionError(p)
 
-    def output_text_open(self) -> list[m.Event]:
+    def output_text_open(self) -> list[m.ResponseContentPartAddedEvent]:
         "The 'open' transition: emits response.content_part.added."
         if self.state == "pending" or self.state in ("closed",):
             raise TransitionError("message", "output_text_open", self.state, ("open",))
@@ -2671,7 +2738,7 @@ class MessageEmitter:
             raise TransitionError(
                 "message", "output_text_open", "a part is open", ("no open part",)
             )
-        p = _MessageEmitterOutputTextPartState(self._next_content)
+        p = _MessageEmitterResponseOutputTextState(self._next_content)
         self._next_content += 1
         self._part = p
         if p.state != "pending":
@@ -2679,7 +2746,7 @@ class MessageEmitter:
         p.state = "streaming"
         seq = self._stream.seq
         return [
-            m.ContentPartAddedEvent(
+            m.ResponseContentPartAddedEvent(
                 sequence_number=next(seq),
                 item_id=self.item_id,
                 output_index=self.output_index,
@@ -2690,12 +2757,12 @@ class MessageEmitter:
 
     def output_text_delta(
         self, delta: str, logprobs: list[m.Logprob] | None = None
-    ) -> list[m.Event]:
+    ) -> list[m.ResponseTextDeltaEvent]:
         "The 'delta' transition: emits response.output_text.delta."
         if logprobs is None:
             logprobs = []
         p = self._part
-        if not isinstance(p, _MessageEmitterOutputTextPartState):
+        if not isinstance(p, _MessageEmitterResponseOutputTextState):
             raise TransitionError(
                 "message", "output_text_delta", "no open output_text part", ("output_text",)
             )
@@ -2708,7 +2775,7 @@ class MessageEmitter:
         p.logprobs.extend(logprobs)
         seq = self._stream.seq
         return [
-            m.OutputTextDeltaEvent(
+            m.ResponseTextDeltaEvent(
                 sequence_number=next(seq),
                 item_id=self.item_id,
                 output_index=self.output_index,
@@ -2723,7 +2790,9 @@ class MessageEmitter:
         if logprobs is None:
             logprobs = []
         p = self._part
-        if not isinstance(p, _MessageEmitterOutputTextPartState) or p.state not in ("streaming",):
+        if not isinstance(p, _MessageEmitterResponseOutputTextState) or p.state not in (
+            "streaming",
+        ):
             raise TransitionError(
                 "message", "output_text_delta", "no open output_text part", ("output_text",)
             )
@@ -2735,7 +2804,7 @@ class MessageEmitter:
         return (
             _PREFIX_RESPONSE_OUTPUT_TEXT_DELTA
             + _encode(
-                m.OutputTextDeltaEvent(
+                m.ResponseTextDeltaEvent(
                     sequence_number=next(seq),
                     item_id=self.item_id,
                     output_index=self.output_index,
@@ -2747,10 +2816,12 @@ class MessageEmitter:
             + b"\n\n"
         )
 
-    def output_text_annotate(self, annotation: dict[str, Any]) -> list[m.Event]:
+    def output_text_annotate(
+        self, annotation: dict[str, Any]
+    ) -> list[m.ResponseOutputTextAnnotationAddedEvent]:
         "The 'annotate' transition: emits response.output_text.annotation.added."
         p = self._part
-        if not isinstance(p, _MessageEmitterOutputTextPartState):
+        if not isinstance(p, _MessageEmitterResponseOutputTextState):
             raise TransitionError(
                 "message", "output_text_annotate", "no open output_text part", ("output_text",)
             )
@@ -2760,7 +2831,7 @@ class MessageEmitter:
         p.annotations.append(annotation)
         seq = self._stream.seq
         return [
-            m.OutputTextAnnotationAddedEvent(
+            m.ResponseOutputTextAnnotationAddedEvent(
                 sequence_number=next(seq),
                 item_id=self.item_id,
                 output_index=self.output_index,
@@ -2773,7 +2844,9 @@ class MessageEmitter:
     def output_text_annotate_sse(self, annotation: dict[str, Any]) -> bytes:
         """Like ``output_text_annotate``, but returns the event already framed as SSE bytes."""
         p = self._part
-        if not isinstance(p, _MessageEmitterOutputTextPartState) or p.state not in ("streaming",):
+        if not isinstance(p, _MessageEmitterResponseOutputTextState) or p.state not in (
+            "streaming",
+        ):
             raise TransitionError(
                 "message", "output_text_annotate", "no open output_text part", ("output_text",)
             )
@@ -2782,7 +2855,7 @@ class MessageEmitter:
         return (
             _PREFIX_RESPONSE_OUTPUT_TEXT_ANNOTATION_ADDED
             + _encode(
-                m.OutputTextAnnotationAddedEvent(
+                m.ResponseOutputTextAnnotationAddedEvent(
                     sequence_number=next(seq),
                     item_id=self.item_id,
                     output_index=self.output_index,
@@ -2794,10 +2867,10 @@ class MessageEmitter:
             + b"\n\n"
         )
 
-    def output_text_done(self) -> list[m.Event]:
+    def output_text_done(self) -> list[m.ResponseTextDoneEvent | m.ResponseContentPartDoneEvent]:
         "The 'done' transition: emits response.output_text.done, response.content_part.done."
         p = self._part
-        if not isinstance(p, _MessageEmitterOutputTextPartState):
+        if not isinstance(p, _MessageEmitterResponseOutputTextState):
             raise TransitionError(
                 "message", "output_text_done", "no open output_text part", ("output_text",)
             )
@@ -2807,7 +2880,7 @@ class MessageEmitter:
         self._slot_content.append(p.snapshot())
         seq = self._stream.seq
         return [
-            m.OutputTextDoneEvent(
+            m.ResponseTextDoneEvent(
                 sequence_number=next(seq),
                 item_id=self.item_id,
                 output_index=self.output_index,
@@ -2815,7 +2888,7 @@ class MessageEmitter:
                 text=p.text.value(),
                 logprobs=list(p.logprobs),
             ),
-            m.ContentPartDoneEvent(
+            m.ResponseContentPartDoneEvent(
                 sequence_number=next(seq),
                 item_id=self.item_id,
                 output_index=self.output_index,
@@ -2824,13 +2897,13 @@ class MessageEmitter:
             ),
         ]
 
-    def refusal_open(self) -> list[m.Event]:
+    def refusal_open(self) -> list[m.ResponseContentPartAddedEvent]:
         "The 'open' transition: emits response.content_part.added."
         if self.state == "pending" or self.state in ("closed",):
             raise TransitionError("message", "refusal_open", self.state, ("open",))
         if self._part is not None and self._part.state != "closed":
             raise TransitionError("message", "refusal_open", "a part is open", ("no open part",))
-        p = _MessageEmitterRefusalPartState(self._next_content)
+        p = _MessageEmitterResponseOutputRefusalState(self._next_content)
         self._next_content += 1
         self._part = p
         if p.state != "pending":
@@ -2838,7 +2911,7 @@ class MessageEmitter:
         p.state = "streaming"
         seq = self._stream.seq
         return [
-            m.ContentPartAddedEvent(
+            m.ResponseContentPartAddedEvent(
                 sequence_number=next(seq),
                 item_id=self.item_id,
                 output_index=self.output_index,
@@ -2847,10 +2920,10 @@ class MessageEmitter:
             )
         ]
 
-    def refusal_delta(self, delta: str) -> list[m.Event]:
+    def refusal_delta(self, delta: str) -> list[m.ResponseRefusalDeltaEvent]:
         "The 'delta' transition: emits response.refusal.delta."
         p = self._part
-        if not isinstance(p, _MessageEmitterRefusalPartState):
+        if not isinstance(p, _MessageEmitterResponseOutputRefusalState):
             raise TransitionError("message", "refusal_delta", "no open refusal part", ("refusal",))
         if p.state != "streaming":
             raise TransitionError("message.refusal", "delta", p.state, ("streaming",))
@@ -2860,7 +2933,7 @@ class MessageEmitter:
             p.refusal.compact()
         seq = self._stream.seq
         return [
-            m.RefusalDeltaEvent(
+            m.ResponseRefusalDeltaEvent(
                 sequence_number=next(seq),
                 item_id=self.item_id,
                 output_index=self.output_index,
@@ -2872,7 +2945,9 @@ class MessageEmitter:
     def refusal_delta_sse(self, delta: str) -> bytes:
         """Like ``refusal_delta``, but returns the event already framed as SSE bytes."""
         p = self._part
-        if not isinstance(p, _MessageEmitterRefusalPartState) or p.state not in ("streaming",):
+        if not isinstance(p, _MessageEmitterResponseOutputRefusalState) or p.state not in (
+            "streaming",
+        ):
             raise TransitionError("message", "refusal_delta", "no open refusal part", ("refusal",))
         p.refusal.append(delta)
         if len(p.refusal) >= 256:
@@ -2881,7 +2956,7 @@ class MessageEmitter:
         return (
             _PREFIX_RESPONSE_REFUSAL_DELTA
             + _encode(
-                m.RefusalDeltaEvent(
+                m.ResponseRefusalDeltaEvent(
                     sequence_number=next(seq),
                     item_id=self.item_id,
                     output_index=self.output_index,
@@ -2892,10 +2967,10 @@ class MessageEmitter:
             + b"\n\n"
         )
 
-    def refusal_done(self) -> list[m.Event]:
+    def refusal_done(self) -> list[m.ResponseRefusalDoneEvent | m.ResponseContentPartDoneEvent]:
         "The 'done' transition: emits response.refusal.done, response.content_part.done."
         p = self._part
-        if not isinstance(p, _MessageEmitterRefusalPartState):
+        if not isinstance(p, _MessageEmitterResponseOutputRefusalState):
             raise TransitionError("message", "refusal_done", "no open refusal part", ("refusal",))
         if p.state != "streaming":
             raise TransitionError("message.refusal", "done", p.state, ("streaming",))
@@ -2903,14 +2978,14 @@ class MessageEmitter:
         self._slot_content.append(p.snapshot())
         seq = self._stream.seq
         return [
-            m.RefusalDoneEvent(
+            m.ResponseRefusalDoneEvent(
                 sequence_number=next(seq),
                 item_id=self.item_id,
                 output_index=self.output_index,
                 content_index=p.index,
                 refusal=p.refusal.value(),
             ),
-            m.ContentPartDoneEvent(
+            m.ResponseContentPartDoneEvent(
                 sequence_number=next(seq),
                 item_id=self.item_id,
                 output_index=self.output_index,
@@ -2953,9 +3028,9 @@ class ProgramEmitter:
         self.code: str = code if code is not None else ""
         self.fingerprint: str = fingerprint if fingerprint is not None else ""
 
-    def snapshot(self) -> m.ProgramItem:
+    def snapshot(self) -> m.Program:
         """The item as it stands now."""
-        return m.ProgramItem(
+        return m.Program(
             id=self.item_id,
             status=self.status,
             call_id=self.call_id,
@@ -2967,57 +3042,57 @@ class ProgramEmitter:
     def closed(self) -> bool:
         return self.state in ("closed",)
 
-    def open(self) -> list[m.Event]:
+    def open(self) -> list[m.ResponseOutputItemAddedEvent]:
         "The 'open' transition: emits response.output_item.added."
 
         if self.state != "pending":
             raise TransitionError("program", "open", self.state, ("pending",))
 
-        events: list[m.Event] = []
+        events: list[m.ResponseOutputItemAddedEvent] = []
         self.state = "open"
         seq = self._stream.seq
         snap = self.snapshot()
         self.output_index = self._stream.open_item(self, snap)
         events.append(
-            m.OutputItemAddedEvent(
+            m.ResponseOutputItemAddedEvent(
                 sequence_number=next(seq), output_index=self.output_index, item=snap
             )
         )
         return events
 
-    def done(self) -> list[m.Event]:
+    def done(self) -> list[m.ResponseOutputItemDoneEvent]:
         "The 'done' transition: emits response.output_item.done."
 
         if self.state != "open":
             raise TransitionError("program", "done", self.state, ("open",))
 
-        events: list[m.Event] = []
+        events: list[m.ResponseOutputItemDoneEvent] = []
         self.state = "closed"
         self.status = "completed"
         seq = self._stream.seq
         snap = self.snapshot()
         self._stream.close_item(self.output_index, snap)
         events.append(
-            m.OutputItemDoneEvent(
+            m.ResponseOutputItemDoneEvent(
                 sequence_number=next(seq), output_index=self.output_index, item=snap
             )
         )
         return events
 
-    def incomplete(self) -> list[m.Event]:
+    def incomplete(self) -> list[m.ResponseOutputItemDoneEvent]:
         "The 'incomplete' transition: emits response.output_item.done."
 
         if self.state != "open":
             raise TransitionError("program", "incomplete", self.state, ("open",))
 
-        events: list[m.Event] = []
+        events: list[m.ResponseOutputItemDoneEvent] = []
         self.state = "closed"
         self.status = "incomplete"
         seq = self._stream.seq
         snap = self.snapshot()
         self._stream.close_item(self.output_index, snap)
         events.append(
-            m.OutputItemDoneEvent(
+            m.ResponseOutputItemDoneEvent(
                 sequence_number=next(seq), output_index=self.output_index, item=snap
             )
         )
@@ -3041,9 +3116,9 @@ class ProgramOutputEmitter:
         self.call_id: str = call_id
         self.result: str = result if result is not None else ""
 
-    def snapshot(self) -> m.ProgramOutputItem:
+    def snapshot(self) -> m.ProgramOutput:
         """The item as it stands now."""
-        return m.ProgramOutputItem(
+        return m.ProgramOutput(
             id=self.item_id, status=self.status, call_id=self.call_id, result=self.result
         )
 
@@ -3051,58 +3126,58 @@ class ProgramOutputEmitter:
     def closed(self) -> bool:
         return self.state in ("closed",)
 
-    def open(self) -> list[m.Event]:
+    def open(self) -> list[m.ResponseOutputItemAddedEvent]:
         "A client-side output is complete when it is added."
 
         if self.state != "pending":
             raise TransitionError("program_output", "open", self.state, ("pending",))
 
-        events: list[m.Event] = []
+        events: list[m.ResponseOutputItemAddedEvent] = []
         self.state = "open"
         self.status = "completed"
         seq = self._stream.seq
         snap = self.snapshot()
         self.output_index = self._stream.open_item(self, snap)
         events.append(
-            m.OutputItemAddedEvent(
+            m.ResponseOutputItemAddedEvent(
                 sequence_number=next(seq), output_index=self.output_index, item=snap
             )
         )
         return events
 
-    def done(self) -> list[m.Event]:
+    def done(self) -> list[m.ResponseOutputItemDoneEvent]:
         "The 'done' transition: emits response.output_item.done."
 
         if self.state != "open":
             raise TransitionError("program_output", "done", self.state, ("open",))
 
-        events: list[m.Event] = []
+        events: list[m.ResponseOutputItemDoneEvent] = []
         self.state = "closed"
         self.status = "completed"
         seq = self._stream.seq
         snap = self.snapshot()
         self._stream.close_item(self.output_index, snap)
         events.append(
-            m.OutputItemDoneEvent(
+            m.ResponseOutputItemDoneEvent(
                 sequence_number=next(seq), output_index=self.output_index, item=snap
             )
         )
         return events
 
-    def incomplete(self) -> list[m.Event]:
+    def incomplete(self) -> list[m.ResponseOutputItemDoneEvent]:
         "The 'incomplete' transition: emits response.output_item.done."
 
         if self.state != "open":
             raise TransitionError("program_output", "incomplete", self.state, ("open",))
 
-        events: list[m.Event] = []
+        events: list[m.ResponseOutputItemDoneEvent] = []
         self.state = "closed"
         self.status = "incomplete"
         seq = self._stream.seq
         snap = self.snapshot()
         self._stream.close_item(self.output_index, snap)
         events.append(
-            m.OutputItemDoneEvent(
+            m.ResponseOutputItemDoneEvent(
                 sequence_number=next(seq), output_index=self.output_index, item=snap
             )
         )
@@ -3170,9 +3245,9 @@ class ReasoningEmitter:
         self._next_content = 0
         self._part: Any = None
 
-    def snapshot(self) -> m.ReasoningItem:
+    def snapshot(self) -> m.ResponseReasoningItem:
         """The item as it stands now."""
-        return m.ReasoningItem(
+        return m.ResponseReasoningItem(
             id=self.item_id,
             status=self.status,
             summary=list(self._slot_summary),
@@ -3186,63 +3261,91 @@ class ReasoningEmitter:
     def closed(self) -> bool:
         return self.state in ("closed",)
 
-    def open(self) -> list[m.Event]:
+    def open(self) -> list[m.ResponseOutputItemAddedEvent]:
         "The 'open' transition: emits response.output_item.added."
 
         if self.state != "pending":
             raise TransitionError("reasoning", "open", self.state, ("pending",))
 
-        events: list[m.Event] = []
+        events: list[m.ResponseOutputItemAddedEvent] = []
         self.state = "open"
         seq = self._stream.seq
         snap = self.snapshot()
         self.output_index = self._stream.open_item(self, snap)
         events.append(
-            m.OutputItemAddedEvent(
+            m.ResponseOutputItemAddedEvent(
                 sequence_number=next(seq), output_index=self.output_index, item=snap
             )
         )
         return events
 
-    def done(self) -> list[m.Event]:
+    def done(
+        self,
+    ) -> list[
+        m.ResponseReasoningSummaryTextDoneEvent
+        | m.ResponseReasoningSummaryPartDoneEvent
+        | m.ResponseReasoningTextDoneEvent
+        | m.ResponseContentPartDoneEvent
+        | m.ResponseOutputItemDoneEvent
+    ]:
         "The 'done' transition: emits response.output_item.done."
 
         if self.state != "open":
             raise TransitionError("reasoning", "done", self.state, ("open",))
 
-        events: list[m.Event] = self._close_part()
+        events: list[
+            m.ResponseReasoningSummaryTextDoneEvent
+            | m.ResponseReasoningSummaryPartDoneEvent
+            | m.ResponseReasoningTextDoneEvent
+            | m.ResponseContentPartDoneEvent
+            | m.ResponseOutputItemDoneEvent
+        ] = self._close_part()
         self.state = "closed"
         self.status = "completed"
         seq = self._stream.seq
         snap = self.snapshot()
         self._stream.close_item(self.output_index, snap)
         events.append(
-            m.OutputItemDoneEvent(
+            m.ResponseOutputItemDoneEvent(
                 sequence_number=next(seq), output_index=self.output_index, item=snap
             )
         )
         return events
 
-    def incomplete(self) -> list[m.Event]:
+    def incomplete(
+        self,
+    ) -> list[
+        m.ResponseReasoningSummaryTextDoneEvent
+        | m.ResponseReasoningSummaryPartDoneEvent
+        | m.ResponseReasoningTextDoneEvent
+        | m.ResponseContentPartDoneEvent
+        | m.ResponseOutputItemDoneEvent
+    ]:
         "The 'incomplete' transition: emits response.output_item.done."
 
         if self.state != "open":
             raise TransitionError("reasoning", "incomplete", self.state, ("open",))
 
-        events: list[m.Event] = self._close_part()
+        events: list[
+            m.ResponseReasoningSummaryTextDoneEvent
+            | m.ResponseReasoningSummaryPartDoneEvent
+            | m.ResponseReasoningTextDoneEvent
+            | m.ResponseContentPartDoneEvent
+            | m.ResponseOutputItemDoneEvent
+        ] = self._close_part()
         self.state = "closed"
         self.status = "incomplete"
         seq = self._stream.seq
         snap = self.snapshot()
         self._stream.close_item(self.output_index, snap)
         events.append(
-            m.OutputItemDoneEvent(
+            m.ResponseOutputItemDoneEvent(
                 sequence_number=next(seq), output_index=self.output_index, item=snap
             )
         )
         return events
 
-    def _close_part(self) -> list[m.Event]:
+    def _close_part(self) -> list[Any]:
         """Close the open part, if any, before the item closes."""
         p = self._part
         if p is None or p.state == "closed":
@@ -3253,7 +3356,7 @@ class ReasoningEmitter:
             return self.reasoning_text_done()
         raise AssertionError(p)
 
-    def summary_text_open(self) -> list[m.Event]:
+    def summary_text_open(self) -> list[m.ResponseReasoningSummaryPartAddedEvent]:
         "The 'open' transition: emits response.reasoning_summary_part.added."
         if self.state == "pending" or self.state in ("closed",):
             raise TransitionError("reasoning", "summary_text_open", self.state, ("open",))
@@ -3269,7 +3372,7 @@ class ReasoningEmitter:
         p.state = "streaming"
         seq = self._stream.seq
         return [
-            m.ReasoningSummaryPartAddedEvent(
+            m.ResponseReasoningSummaryPartAddedEvent(
                 sequence_number=next(seq),
                 item_id=self.item_id,
                 output_index=self.output_index,
@@ -3278,7 +3381,7 @@ class ReasoningEmitter:
             )
         ]
 
-    def summary_text_delta(self, delta: str) -> list[m.Event]:
+    def summary_text_delta(self, delta: str) -> list[m.ResponseReasoningSummaryTextDeltaEvent]:
         "The 'delta' transition: emits response.reasoning_summary_text.delta."
         p = self._part
         if not isinstance(p, _ReasoningEmitterSummaryTextPartState):
@@ -3293,7 +3396,7 @@ class ReasoningEmitter:
             p.text.compact()
         seq = self._stream.seq
         return [
-            m.ReasoningSummaryTextDeltaEvent(
+            m.ResponseReasoningSummaryTextDeltaEvent(
                 sequence_number=next(seq),
                 item_id=self.item_id,
                 output_index=self.output_index,
@@ -3318,7 +3421,7 @@ class ReasoningEmitter:
         return (
             _PREFIX_RESPONSE_REASONING_SUMMARY_TEXT_DELTA
             + _encode(
-                m.ReasoningSummaryTextDeltaEvent(
+                m.ResponseReasoningSummaryTextDeltaEvent(
                     sequence_number=next(seq),
                     item_id=self.item_id,
                     output_index=self.output_index,
@@ -3329,7 +3432,9 @@ class ReasoningEmitter:
             + b"\n\n"
         )
 
-    def summary_text_done(self) -> list[m.Event]:
+    def summary_text_done(
+        self,
+    ) -> list[m.ResponseReasoningSummaryTextDoneEvent | m.ResponseReasoningSummaryPartDoneEvent]:
         "The 'done' transition: emits response.reasoning_summary_text.done, response.reasoning_summary_part.done."
         p = self._part
         if not isinstance(p, _ReasoningEmitterSummaryTextPartState):
@@ -3342,14 +3447,14 @@ class ReasoningEmitter:
         self._slot_summary.append(p.snapshot())
         seq = self._stream.seq
         return [
-            m.ReasoningSummaryTextDoneEvent(
+            m.ResponseReasoningSummaryTextDoneEvent(
                 sequence_number=next(seq),
                 item_id=self.item_id,
                 output_index=self.output_index,
                 summary_index=p.index,
                 text=p.text.value(),
             ),
-            m.ReasoningSummaryPartDoneEvent(
+            m.ResponseReasoningSummaryPartDoneEvent(
                 sequence_number=next(seq),
                 item_id=self.item_id,
                 output_index=self.output_index,
@@ -3358,7 +3463,7 @@ class ReasoningEmitter:
             ),
         ]
 
-    def reasoning_text_open(self) -> list[m.Event]:
+    def reasoning_text_open(self) -> list[m.ResponseContentPartAddedEvent]:
         "The 'open' transition: emits response.content_part.added."
         if self.state == "pending" or self.state in ("closed",):
             raise TransitionError("reasoning", "reasoning_text_open", self.state, ("open",))
@@ -3374,7 +3479,7 @@ class ReasoningEmitter:
         p.state = "streaming"
         seq = self._stream.seq
         return [
-            m.ContentPartAddedEvent(
+            m.ResponseContentPartAddedEvent(
                 sequence_number=next(seq),
                 item_id=self.item_id,
                 output_index=self.output_index,
@@ -3383,7 +3488,7 @@ class ReasoningEmitter:
             )
         ]
 
-    def reasoning_text_delta(self, delta: str) -> list[m.Event]:
+    def reasoning_text_delta(self, delta: str) -> list[m.ResponseReasoningTextDeltaEvent]:
         "The 'delta' transition: emits response.reasoning_text.delta."
         p = self._part
         if not isinstance(p, _ReasoningEmitterReasoningTextPartState):
@@ -3401,7 +3506,7 @@ class ReasoningEmitter:
             p.text.compact()
         seq = self._stream.seq
         return [
-            m.ReasoningTextDeltaEvent(
+            m.ResponseReasoningTextDeltaEvent(
                 sequence_number=next(seq),
                 item_id=self.item_id,
                 output_index=self.output_index,
@@ -3429,7 +3534,7 @@ class ReasoningEmitter:
         return (
             _PREFIX_RESPONSE_REASONING_TEXT_DELTA
             + _encode(
-                m.ReasoningTextDeltaEvent(
+                m.ResponseReasoningTextDeltaEvent(
                     sequence_number=next(seq),
                     item_id=self.item_id,
                     output_index=self.output_index,
@@ -3440,7 +3545,9 @@ class ReasoningEmitter:
             + b"\n\n"
         )
 
-    def reasoning_text_done(self) -> list[m.Event]:
+    def reasoning_text_done(
+        self,
+    ) -> list[m.ResponseReasoningTextDoneEvent | m.ResponseContentPartDoneEvent]:
         "The 'done' transition: emits response.reasoning_text.done, response.content_part.done."
         p = self._part
         if not isinstance(p, _ReasoningEmitterReasoningTextPartState):
@@ -3456,14 +3563,14 @@ class ReasoningEmitter:
         self._slot_content.append(p.snapshot())
         seq = self._stream.seq
         return [
-            m.ReasoningTextDoneEvent(
+            m.ResponseReasoningTextDoneEvent(
                 sequence_number=next(seq),
                 item_id=self.item_id,
                 output_index=self.output_index,
                 content_index=p.index,
                 text=p.text.value(),
             ),
-            m.ContentPartDoneEvent(
+            m.ResponseContentPartDoneEvent(
                 sequence_number=next(seq),
                 item_id=self.item_id,
                 output_index=self.output_index,
@@ -3495,9 +3602,9 @@ class ShellCallEmitter:
         self.call_id: str = call_id
         self.action: dict[str, Any] = action if action is not None else {"commands": []}
 
-    def snapshot(self) -> m.ShellCallItem:
+    def snapshot(self) -> m.ResponseFunctionShellToolCall:
         """The item as it stands now."""
-        return m.ShellCallItem(
+        return m.ResponseFunctionShellToolCall(
             id=self.item_id, status=self.status, call_id=self.call_id, action=self.action
         )
 
@@ -3505,35 +3612,37 @@ class ShellCallEmitter:
     def closed(self) -> bool:
         return self.state in ("closed",)
 
-    def open(self) -> list[m.Event]:
+    def open(self) -> list[m.ResponseOutputItemAddedEvent]:
         "The 'open' transition: emits response.output_item.added."
 
         if self.state != "pending":
             raise TransitionError("shell_call", "open", self.state, ("pending",))
 
-        events: list[m.Event] = []
+        events: list[m.ResponseOutputItemAddedEvent] = []
         self.state = "open"
         seq = self._stream.seq
         snap = self.snapshot()
         self.output_index = self._stream.open_item(self, snap)
         events.append(
-            m.OutputItemAddedEvent(
+            m.ResponseOutputItemAddedEvent(
                 sequence_number=next(seq), output_index=self.output_index, item=snap
             )
         )
         return events
 
-    def command_added(self, command_index: int, command: str) -> list[m.Event]:
+    def command_added(
+        self, command_index: int, command: str
+    ) -> list[m.ResponseShellCallCommandAddedEvent]:
         "The 'command_added' transition: emits response.shell_call_command.added."
 
         if self.state != "open":
             raise TransitionError("shell_call", "command_added", self.state, ("open",))
 
-        events: list[m.Event] = []
+        events: list[m.ResponseShellCallCommandAddedEvent] = []
         self.state = "open"
         seq = self._stream.seq
         events.append(
-            m.ShellCallCommandAddedEvent(
+            m.ResponseShellCallCommandAddedEvent(
                 sequence_number=next(seq),
                 output_index=self.output_index,
                 command_index=command_index,
@@ -3542,17 +3651,19 @@ class ShellCallEmitter:
         )
         return events
 
-    def command_delta(self, command_index: int, delta: str) -> list[m.Event]:
+    def command_delta(
+        self, command_index: int, delta: str
+    ) -> list[m.ResponseShellCallCommandDeltaEvent]:
         "The 'command_delta' transition: emits response.shell_call_command.delta."
 
         if self.state != "open":
             raise TransitionError("shell_call", "command_delta", self.state, ("open",))
 
-        events: list[m.Event] = []
+        events: list[m.ResponseShellCallCommandDeltaEvent] = []
         self.state = "open"
         seq = self._stream.seq
         events.append(
-            m.ShellCallCommandDeltaEvent(
+            m.ResponseShellCallCommandDeltaEvent(
                 sequence_number=next(seq),
                 output_index=self.output_index,
                 command_index=command_index,
@@ -3561,17 +3672,19 @@ class ShellCallEmitter:
         )
         return events
 
-    def command_done(self, command_index: int, command: str) -> list[m.Event]:
+    def command_done(
+        self, command_index: int, command: str
+    ) -> list[m.ResponseShellCallCommandDoneEvent]:
         "The 'command_done' transition: emits response.shell_call_command.done."
 
         if self.state != "open":
             raise TransitionError("shell_call", "command_done", self.state, ("open",))
 
-        events: list[m.Event] = []
+        events: list[m.ResponseShellCallCommandDoneEvent] = []
         self.state = "open"
         seq = self._stream.seq
         events.append(
-            m.ShellCallCommandDoneEvent(
+            m.ResponseShellCallCommandDoneEvent(
                 sequence_number=next(seq),
                 output_index=self.output_index,
                 command_index=command_index,
@@ -3580,17 +3693,19 @@ class ShellCallEmitter:
         )
         return events
 
-    def output_delta(self, command_index: int, delta: m.ShellOutputDelta) -> list[m.Event]:
+    def output_delta(
+        self, command_index: int, delta: m.ShellOutputDelta
+    ) -> list[m.ResponseShellCallOutputContentDeltaEvent]:
         "The 'output_delta' transition: emits response.shell_call_output_content.delta."
 
         if self.state != "open":
             raise TransitionError("shell_call", "output_delta", self.state, ("open",))
 
-        events: list[m.Event] = []
+        events: list[m.ResponseShellCallOutputContentDeltaEvent] = []
         self.state = "open"
         seq = self._stream.seq
         events.append(
-            m.ShellCallOutputContentDeltaEvent(
+            m.ResponseShellCallOutputContentDeltaEvent(
                 sequence_number=next(seq),
                 item_id=self.item_id,
                 output_index=self.output_index,
@@ -3600,17 +3715,19 @@ class ShellCallEmitter:
         )
         return events
 
-    def output_done(self, command_index: int, output: list[dict[str, Any]]) -> list[m.Event]:
+    def output_done(
+        self, command_index: int, output: list[dict[str, Any]]
+    ) -> list[m.ResponseShellCallOutputContentDoneEvent]:
         "The 'output_done' transition: emits response.shell_call_output_content.done."
 
         if self.state != "open":
             raise TransitionError("shell_call", "output_done", self.state, ("open",))
 
-        events: list[m.Event] = []
+        events: list[m.ResponseShellCallOutputContentDoneEvent] = []
         self.state = "open"
         seq = self._stream.seq
         events.append(
-            m.ShellCallOutputContentDoneEvent(
+            m.ResponseShellCallOutputContentDoneEvent(
                 sequence_number=next(seq),
                 item_id=self.item_id,
                 output_index=self.output_index,
@@ -3620,39 +3737,39 @@ class ShellCallEmitter:
         )
         return events
 
-    def done(self) -> list[m.Event]:
+    def done(self) -> list[m.ResponseOutputItemDoneEvent]:
         "The 'done' transition: emits response.output_item.done."
 
         if self.state != "open":
             raise TransitionError("shell_call", "done", self.state, ("open",))
 
-        events: list[m.Event] = []
+        events: list[m.ResponseOutputItemDoneEvent] = []
         self.state = "closed"
         self.status = "completed"
         seq = self._stream.seq
         snap = self.snapshot()
         self._stream.close_item(self.output_index, snap)
         events.append(
-            m.OutputItemDoneEvent(
+            m.ResponseOutputItemDoneEvent(
                 sequence_number=next(seq), output_index=self.output_index, item=snap
             )
         )
         return events
 
-    def incomplete(self) -> list[m.Event]:
+    def incomplete(self) -> list[m.ResponseOutputItemDoneEvent]:
         "The 'incomplete' transition: emits response.output_item.done."
 
         if self.state != "open":
             raise TransitionError("shell_call", "incomplete", self.state, ("open",))
 
-        events: list[m.Event] = []
+        events: list[m.ResponseOutputItemDoneEvent] = []
         self.state = "closed"
         self.status = "incomplete"
         seq = self._stream.seq
         snap = self.snapshot()
         self._stream.close_item(self.output_index, snap)
         events.append(
-            m.OutputItemDoneEvent(
+            m.ResponseOutputItemDoneEvent(
                 sequence_number=next(seq), output_index=self.output_index, item=snap
             )
         )
@@ -3692,9 +3809,9 @@ class ShellCallOutputEmitter:
         self.max_output_length: int | None = max_output_length
         self.output: list[dict[str, Any]] = output if output is not None else []
 
-    def snapshot(self) -> m.ShellCallOutputItem:
+    def snapshot(self) -> m.ResponseFunctionShellToolCallOutput:
         """The item as it stands now."""
-        return m.ShellCallOutputItem(
+        return m.ResponseFunctionShellToolCallOutput(
             id=self.item_id,
             status=self.status,
             call_id=self.call_id,
@@ -3706,35 +3823,37 @@ class ShellCallOutputEmitter:
     def closed(self) -> bool:
         return self.state in ("closed",)
 
-    def open(self) -> list[m.Event]:
+    def open(self) -> list[m.ResponseOutputItemAddedEvent]:
         "The 'open' transition: emits response.output_item.added."
 
         if self.state != "pending":
             raise TransitionError("shell_call_output", "open", self.state, ("pending",))
 
-        events: list[m.Event] = []
+        events: list[m.ResponseOutputItemAddedEvent] = []
         self.state = "open"
         seq = self._stream.seq
         snap = self.snapshot()
         self.output_index = self._stream.open_item(self, snap)
         events.append(
-            m.OutputItemAddedEvent(
+            m.ResponseOutputItemAddedEvent(
                 sequence_number=next(seq), output_index=self.output_index, item=snap
             )
         )
         return events
 
-    def output_delta(self, command_index: int, delta: m.ShellOutputDelta) -> list[m.Event]:
+    def output_delta(
+        self, command_index: int, delta: m.ShellOutputDelta
+    ) -> list[m.ResponseShellCallOutputContentDeltaEvent]:
         "The 'output_delta' transition: emits response.shell_call_output_content.delta."
 
         if self.state != "open":
             raise TransitionError("shell_call_output", "output_delta", self.state, ("open",))
 
-        events: list[m.Event] = []
+        events: list[m.ResponseShellCallOutputContentDeltaEvent] = []
         self.state = "open"
         seq = self._stream.seq
         events.append(
-            m.ShellCallOutputContentDeltaEvent(
+            m.ResponseShellCallOutputContentDeltaEvent(
                 sequence_number=next(seq),
                 item_id=self.item_id,
                 output_index=self.output_index,
@@ -3744,17 +3863,19 @@ class ShellCallOutputEmitter:
         )
         return events
 
-    def output_done(self, command_index: int, output: list[dict[str, Any]]) -> list[m.Event]:
+    def output_done(
+        self, command_index: int, output: list[dict[str, Any]]
+    ) -> list[m.ResponseShellCallOutputContentDoneEvent]:
         "The 'output_done' transition: emits response.shell_call_output_content.done."
 
         if self.state != "open":
             raise TransitionError("shell_call_output", "output_done", self.state, ("open",))
 
-        events: list[m.Event] = []
+        events: list[m.ResponseShellCallOutputContentDoneEvent] = []
         self.state = "open"
         seq = self._stream.seq
         events.append(
-            m.ShellCallOutputContentDoneEvent(
+            m.ResponseShellCallOutputContentDoneEvent(
                 sequence_number=next(seq),
                 item_id=self.item_id,
                 output_index=self.output_index,
@@ -3764,39 +3885,39 @@ class ShellCallOutputEmitter:
         )
         return events
 
-    def done(self) -> list[m.Event]:
+    def done(self) -> list[m.ResponseOutputItemDoneEvent]:
         "The 'done' transition: emits response.output_item.done."
 
         if self.state != "open":
             raise TransitionError("shell_call_output", "done", self.state, ("open",))
 
-        events: list[m.Event] = []
+        events: list[m.ResponseOutputItemDoneEvent] = []
         self.state = "closed"
         self.status = "completed"
         seq = self._stream.seq
         snap = self.snapshot()
         self._stream.close_item(self.output_index, snap)
         events.append(
-            m.OutputItemDoneEvent(
+            m.ResponseOutputItemDoneEvent(
                 sequence_number=next(seq), output_index=self.output_index, item=snap
             )
         )
         return events
 
-    def incomplete(self) -> list[m.Event]:
+    def incomplete(self) -> list[m.ResponseOutputItemDoneEvent]:
         "The 'incomplete' transition: emits response.output_item.done."
 
         if self.state != "open":
             raise TransitionError("shell_call_output", "incomplete", self.state, ("open",))
 
-        events: list[m.Event] = []
+        events: list[m.ResponseOutputItemDoneEvent] = []
         self.state = "closed"
         self.status = "incomplete"
         seq = self._stream.seq
         snap = self.snapshot()
         self._stream.close_item(self.output_index, snap)
         events.append(
-            m.OutputItemDoneEvent(
+            m.ResponseOutputItemDoneEvent(
                 sequence_number=next(seq), output_index=self.output_index, item=snap
             )
         )
@@ -3838,9 +3959,9 @@ class ToolSearchCallEmitter:
             execution if execution is not None else "server"
         )
 
-    def snapshot(self) -> m.ToolSearchCallItem:
+    def snapshot(self) -> m.ResponseToolSearchCall:
         """The item as it stands now."""
-        return m.ToolSearchCallItem(
+        return m.ResponseToolSearchCall(
             id=self.item_id,
             status=self.status,
             call_id=self.call_id,
@@ -3852,57 +3973,57 @@ class ToolSearchCallEmitter:
     def closed(self) -> bool:
         return self.state in ("closed",)
 
-    def open(self) -> list[m.Event]:
+    def open(self) -> list[m.ResponseOutputItemAddedEvent]:
         "The 'open' transition: emits response.output_item.added."
 
         if self.state != "pending":
             raise TransitionError("tool_search_call", "open", self.state, ("pending",))
 
-        events: list[m.Event] = []
+        events: list[m.ResponseOutputItemAddedEvent] = []
         self.state = "open"
         seq = self._stream.seq
         snap = self.snapshot()
         self.output_index = self._stream.open_item(self, snap)
         events.append(
-            m.OutputItemAddedEvent(
+            m.ResponseOutputItemAddedEvent(
                 sequence_number=next(seq), output_index=self.output_index, item=snap
             )
         )
         return events
 
-    def done(self) -> list[m.Event]:
+    def done(self) -> list[m.ResponseOutputItemDoneEvent]:
         "The 'done' transition: emits response.output_item.done."
 
         if self.state != "open":
             raise TransitionError("tool_search_call", "done", self.state, ("open",))
 
-        events: list[m.Event] = []
+        events: list[m.ResponseOutputItemDoneEvent] = []
         self.state = "closed"
         self.status = "completed"
         seq = self._stream.seq
         snap = self.snapshot()
         self._stream.close_item(self.output_index, snap)
         events.append(
-            m.OutputItemDoneEvent(
+            m.ResponseOutputItemDoneEvent(
                 sequence_number=next(seq), output_index=self.output_index, item=snap
             )
         )
         return events
 
-    def incomplete(self) -> list[m.Event]:
+    def incomplete(self) -> list[m.ResponseOutputItemDoneEvent]:
         "The 'incomplete' transition: emits response.output_item.done."
 
         if self.state != "open":
             raise TransitionError("tool_search_call", "incomplete", self.state, ("open",))
 
-        events: list[m.Event] = []
+        events: list[m.ResponseOutputItemDoneEvent] = []
         self.state = "closed"
         self.status = "incomplete"
         seq = self._stream.seq
         snap = self.snapshot()
         self._stream.close_item(self.output_index, snap)
         events.append(
-            m.OutputItemDoneEvent(
+            m.ResponseOutputItemDoneEvent(
                 sequence_number=next(seq), output_index=self.output_index, item=snap
             )
         )
@@ -3944,9 +4065,9 @@ class ToolSearchOutputEmitter:
         )
         self.tools: list[dict[str, Any]] = tools if tools is not None else []
 
-    def snapshot(self) -> m.ToolSearchOutputItem:
+    def snapshot(self) -> m.ResponseToolSearchOutputItem:
         """The item as it stands now."""
-        return m.ToolSearchOutputItem(
+        return m.ResponseToolSearchOutputItem(
             id=self.item_id,
             status=self.status,
             call_id=self.call_id,
@@ -3958,57 +4079,57 @@ class ToolSearchOutputEmitter:
     def closed(self) -> bool:
         return self.state in ("closed",)
 
-    def open(self) -> list[m.Event]:
+    def open(self) -> list[m.ResponseOutputItemAddedEvent]:
         "The 'open' transition: emits response.output_item.added."
 
         if self.state != "pending":
             raise TransitionError("tool_search_output", "open", self.state, ("pending",))
 
-        events: list[m.Event] = []
+        events: list[m.ResponseOutputItemAddedEvent] = []
         self.state = "open"
         seq = self._stream.seq
         snap = self.snapshot()
         self.output_index = self._stream.open_item(self, snap)
         events.append(
-            m.OutputItemAddedEvent(
+            m.ResponseOutputItemAddedEvent(
                 sequence_number=next(seq), output_index=self.output_index, item=snap
             )
         )
         return events
 
-    def done(self) -> list[m.Event]:
+    def done(self) -> list[m.ResponseOutputItemDoneEvent]:
         "The 'done' transition: emits response.output_item.done."
 
         if self.state != "open":
             raise TransitionError("tool_search_output", "done", self.state, ("open",))
 
-        events: list[m.Event] = []
+        events: list[m.ResponseOutputItemDoneEvent] = []
         self.state = "closed"
         self.status = "completed"
         seq = self._stream.seq
         snap = self.snapshot()
         self._stream.close_item(self.output_index, snap)
         events.append(
-            m.OutputItemDoneEvent(
+            m.ResponseOutputItemDoneEvent(
                 sequence_number=next(seq), output_index=self.output_index, item=snap
             )
         )
         return events
 
-    def incomplete(self) -> list[m.Event]:
+    def incomplete(self) -> list[m.ResponseOutputItemDoneEvent]:
         "The 'incomplete' transition: emits response.output_item.done."
 
         if self.state != "open":
             raise TransitionError("tool_search_output", "incomplete", self.state, ("open",))
 
-        events: list[m.Event] = []
+        events: list[m.ResponseOutputItemDoneEvent] = []
         self.state = "closed"
         self.status = "incomplete"
         seq = self._stream.seq
         snap = self.snapshot()
         self._stream.close_item(self.output_index, snap)
         events.append(
-            m.OutputItemDoneEvent(
+            m.ResponseOutputItemDoneEvent(
                 sequence_number=next(seq), output_index=self.output_index, item=snap
             )
         )
@@ -4033,61 +4154,63 @@ class WebSearchCallEmitter:
         )
         self.action: dict[str, Any] = action if action is not None else {"type": "search"}
 
-    def snapshot(self) -> m.WebSearchCallItem:
+    def snapshot(self) -> m.ResponseFunctionWebSearch:
         """The item as it stands now."""
-        return m.WebSearchCallItem(id=self.item_id, status=self.status, action=self.action)
+        return m.ResponseFunctionWebSearch(id=self.item_id, status=self.status, action=self.action)
 
     @property
     def closed(self) -> bool:
         return self.state in ("closed",)
 
-    def open(self) -> list[m.Event]:
+    def open(self) -> list[m.ResponseOutputItemAddedEvent | m.ResponseWebSearchCallInProgressEvent]:
         "The 'open' transition: emits response.output_item.added, response.web_search_call.in_progress."
 
         if self.state != "pending":
             raise TransitionError("web_search_call", "open", self.state, ("pending",))
 
-        events: list[m.Event] = []
+        events: list[m.ResponseOutputItemAddedEvent | m.ResponseWebSearchCallInProgressEvent] = []
         self.state = "started"
         seq = self._stream.seq
         snap = self.snapshot()
         self.output_index = self._stream.open_item(self, snap)
         events.append(
-            m.OutputItemAddedEvent(
+            m.ResponseOutputItemAddedEvent(
                 sequence_number=next(seq), output_index=self.output_index, item=snap
             )
         )
         events.append(
-            m.WebSearchCallInProgressEvent(
+            m.ResponseWebSearchCallInProgressEvent(
                 sequence_number=next(seq), item_id=self.item_id, output_index=self.output_index
             )
         )
         return events
 
-    def searching(self) -> list[m.Event]:
+    def searching(self) -> list[m.ResponseWebSearchCallSearchingEvent]:
         "The 'searching' transition: emits response.web_search_call.searching."
 
         if self.state != "started":
             raise TransitionError("web_search_call", "searching", self.state, ("started",))
 
-        events: list[m.Event] = []
+        events: list[m.ResponseWebSearchCallSearchingEvent] = []
         self.state = "searching"
         self.status = "searching"
         seq = self._stream.seq
         events.append(
-            m.WebSearchCallSearchingEvent(
+            m.ResponseWebSearchCallSearchingEvent(
                 sequence_number=next(seq), item_id=self.item_id, output_index=self.output_index
             )
         )
         return events
 
-    def done(self, action: dict[str, Any] | None = None) -> list[m.Event]:
+    def done(
+        self, action: dict[str, Any] | None = None
+    ) -> list[m.ResponseWebSearchCallCompletedEvent | m.ResponseOutputItemDoneEvent]:
         "The 'done' transition: emits response.web_search_call.completed, response.output_item.done."
 
         if self.state != "searching":
             raise TransitionError("web_search_call", "done", self.state, ("searching",))
 
-        events: list[m.Event] = []
+        events: list[m.ResponseWebSearchCallCompletedEvent | m.ResponseOutputItemDoneEvent] = []
         self.state = "closed"
         self.status = "completed"
         if action is not None:
@@ -4096,18 +4219,18 @@ class WebSearchCallEmitter:
         snap = self.snapshot()
         self._stream.close_item(self.output_index, snap)
         events.append(
-            m.WebSearchCallCompletedEvent(
+            m.ResponseWebSearchCallCompletedEvent(
                 sequence_number=next(seq), item_id=self.item_id, output_index=self.output_index
             )
         )
         events.append(
-            m.OutputItemDoneEvent(
+            m.ResponseOutputItemDoneEvent(
                 sequence_number=next(seq), output_index=self.output_index, item=snap
             )
         )
         return events
 
-    def fail(self) -> list[m.Event]:
+    def fail(self) -> list[m.ResponseOutputItemDoneEvent]:
         "The 'fail' transition: emits response.output_item.done."
 
         if self.state not in (
@@ -4124,20 +4247,20 @@ class WebSearchCallEmitter:
                 ),
             )
 
-        events: list[m.Event] = []
+        events: list[m.ResponseOutputItemDoneEvent] = []
         self.state = "closed"
         self.status = "failed"
         seq = self._stream.seq
         snap = self.snapshot()
         self._stream.close_item(self.output_index, snap)
         events.append(
-            m.OutputItemDoneEvent(
+            m.ResponseOutputItemDoneEvent(
                 sequence_number=next(seq), output_index=self.output_index, item=snap
             )
         )
         return events
 
-    def incomplete(self) -> list[m.Event]:
+    def incomplete(self) -> list[m.ResponseOutputItemDoneEvent]:
         "The 'incomplete' transition: emits response.output_item.done."
 
         if self.state not in (
@@ -4154,14 +4277,14 @@ class WebSearchCallEmitter:
                 ),
             )
 
-        events: list[m.Event] = []
+        events: list[m.ResponseOutputItemDoneEvent] = []
         self.state = "closed"
         self.status = "incomplete"
         seq = self._stream.seq
         snap = self.snapshot()
         self._stream.close_item(self.output_index, snap)
         events.append(
-            m.OutputItemDoneEvent(
+            m.ResponseOutputItemDoneEvent(
                 sequence_number=next(seq), output_index=self.output_index, item=snap
             )
         )
@@ -4204,7 +4327,9 @@ class ResponseEmitter(StreamBase):
     """The response envelope: the Response snapshot and its lifecycle events.
 
     Item emitters are made with the factory methods (one per item type) and
-    share this stream's sequence numbers and output indexes.
+    share this stream's sequence numbers and output indexes.  A keyword
+    argument named after a Response field sets that field; it overrides the
+    value ``request`` echoes, and a field left out keeps its default.
     """
 
     ECHO_FIELDS = (
@@ -4240,7 +4365,36 @@ class ResponseEmitter(StreamBase):
         created_at: int | None = None,
         request: dict[str, Any] | None = None,
         ids: Callable[[str], str] | None = None,
-        **fields: Any,
+        object: Literal["response"] | UnsetType = UNSET,
+        completed_at: int | None | UnsetType = UNSET,
+        status: Literal["queued", "in_progress", "completed", "incomplete", "failed", "cancelled"]
+        | UnsetType = UNSET,
+        incomplete_details: m.IncompleteDetails | None | UnsetType = UNSET,
+        model: str | UnsetType = UNSET,
+        previous_response_id: str | None | UnsetType = UNSET,
+        instructions: str | None | UnsetType = UNSET,
+        error: m.ResponseError | None | UnsetType = UNSET,
+        tools: list[dict[str, Any]] | UnsetType = UNSET,
+        tool_choice: Any | UnsetType = UNSET,
+        truncation: Literal["auto", "disabled"] | UnsetType = UNSET,
+        parallel_tool_calls: bool | UnsetType = UNSET,
+        text: dict[str, Any] | UnsetType = UNSET,
+        top_p: float | UnsetType = UNSET,
+        presence_penalty: float | UnsetType = UNSET,
+        frequency_penalty: float | UnsetType = UNSET,
+        top_logprobs: int | UnsetType = UNSET,
+        temperature: float | UnsetType = UNSET,
+        reasoning: dict[str, Any] | None | UnsetType = UNSET,
+        usage: m.Usage | None | UnsetType = UNSET,
+        max_output_tokens: int | None | UnsetType = UNSET,
+        max_tool_calls: int | None | UnsetType = UNSET,
+        store: bool | UnsetType = UNSET,
+        background: bool | UnsetType = UNSET,
+        service_tier: str | UnsetType = UNSET,
+        metadata: dict[str, Any] | UnsetType = UNSET,
+        safety_identifier: str | None | UnsetType = UNSET,
+        prompt_cache_key: str | None | UnsetType = UNSET,
+        user: str | None | UnsetType = UNSET,
     ) -> None:
         super().__init__(ids)
         self.state = "start"
@@ -4282,10 +4436,64 @@ class ResponseEmitter(StreamBase):
             for key in self.ECHO_FIELDS:
                 if request.get(key) is not None:
                     self.fields[key] = request[key]
-        unknown = set(fields) - set(self.fields)
-        if unknown:
-            raise TypeError(f"unknown Response fields: {sorted(unknown)}")
-        self.fields.update(fields)
+        if object is not UNSET:
+            self.fields["object"] = object
+        if completed_at is not UNSET:
+            self.fields["completed_at"] = completed_at
+        if status is not UNSET:
+            self.fields["status"] = status
+        if incomplete_details is not UNSET:
+            self.fields["incomplete_details"] = incomplete_details
+        if model is not UNSET:
+            self.fields["model"] = model
+        if previous_response_id is not UNSET:
+            self.fields["previous_response_id"] = previous_response_id
+        if instructions is not UNSET:
+            self.fields["instructions"] = instructions
+        if error is not UNSET:
+            self.fields["error"] = error
+        if tools is not UNSET:
+            self.fields["tools"] = tools
+        if tool_choice is not UNSET:
+            self.fields["tool_choice"] = tool_choice
+        if truncation is not UNSET:
+            self.fields["truncation"] = truncation
+        if parallel_tool_calls is not UNSET:
+            self.fields["parallel_tool_calls"] = parallel_tool_calls
+        if text is not UNSET:
+            self.fields["text"] = text
+        if top_p is not UNSET:
+            self.fields["top_p"] = top_p
+        if presence_penalty is not UNSET:
+            self.fields["presence_penalty"] = presence_penalty
+        if frequency_penalty is not UNSET:
+            self.fields["frequency_penalty"] = frequency_penalty
+        if top_logprobs is not UNSET:
+            self.fields["top_logprobs"] = top_logprobs
+        if temperature is not UNSET:
+            self.fields["temperature"] = temperature
+        if reasoning is not UNSET:
+            self.fields["reasoning"] = reasoning
+        if usage is not UNSET:
+            self.fields["usage"] = usage
+        if max_output_tokens is not UNSET:
+            self.fields["max_output_tokens"] = max_output_tokens
+        if max_tool_calls is not UNSET:
+            self.fields["max_tool_calls"] = max_tool_calls
+        if store is not UNSET:
+            self.fields["store"] = store
+        if background is not UNSET:
+            self.fields["background"] = background
+        if service_tier is not UNSET:
+            self.fields["service_tier"] = service_tier
+        if metadata is not UNSET:
+            self.fields["metadata"] = metadata
+        if safety_identifier is not UNSET:
+            self.fields["safety_identifier"] = safety_identifier
+        if prompt_cache_key is not UNSET:
+            self.fields["prompt_cache_key"] = prompt_cache_key
+        if user is not UNSET:
+            self.fields["user"] = user
         self.fields["id"] = id if id is not None else self.ids("resp_")
         self.fields["created_at"] = created_at if created_at is not None else now()
 
@@ -4297,7 +4505,7 @@ class ResponseEmitter(StreamBase):
     def closed(self) -> bool:
         return self.state == "closed"
 
-    def queued(self) -> list[m.Event]:
+    def queued(self) -> list[m.ResponseQueuedEvent]:
         "The 'queued' transition: emits response.queued."
 
         if self.state != "start":
@@ -4306,9 +4514,9 @@ class ResponseEmitter(StreamBase):
         self.state = "queued"
         self.fields["status"] = "queued"
         seq = self.seq
-        return [m.QueuedEvent(sequence_number=next(seq), response=self.snapshot())]
+        return [m.ResponseQueuedEvent(sequence_number=next(seq), response=self.snapshot())]
 
-    def created(self) -> list[m.Event]:
+    def created(self) -> list[m.ResponseCreatedEvent]:
         "The 'created' transition: emits response.created."
 
         if self.state not in (
@@ -4328,9 +4536,9 @@ class ResponseEmitter(StreamBase):
         self.state = "created"
         self.fields["status"] = "in_progress"
         seq = self.seq
-        return [m.CreatedEvent(sequence_number=next(seq), response=self.snapshot())]
+        return [m.ResponseCreatedEvent(sequence_number=next(seq), response=self.snapshot())]
 
-    def in_progress(self) -> list[m.Event]:
+    def in_progress(self) -> list[m.ResponseInProgressEvent]:
         "The 'in_progress' transition: emits response.in_progress."
 
         if self.state != "created":
@@ -4338,9 +4546,9 @@ class ResponseEmitter(StreamBase):
 
         self.state = "running"
         seq = self.seq
-        return [m.InProgressEvent(sequence_number=next(seq), response=self.snapshot())]
+        return [m.ResponseInProgressEvent(sequence_number=next(seq), response=self.snapshot())]
 
-    def audio_delta(self, delta: str) -> list[m.Event]:
+    def audio_delta(self, delta: str) -> list[m.ResponseAudioDeltaEvent]:
         "The 'audio_delta' transition: emits response.audio.delta."
 
         if self.state != "running":
@@ -4348,9 +4556,9 @@ class ResponseEmitter(StreamBase):
 
         self.state = "running"
         seq = self.seq
-        return [m.AudioDeltaEvent(sequence_number=next(seq), delta=delta)]
+        return [m.ResponseAudioDeltaEvent(sequence_number=next(seq), delta=delta)]
 
-    def audio_done(self) -> list[m.Event]:
+    def audio_done(self) -> list[m.ResponseAudioDoneEvent]:
         "The 'audio_done' transition: emits response.audio.done."
 
         if self.state != "running":
@@ -4358,9 +4566,9 @@ class ResponseEmitter(StreamBase):
 
         self.state = "running"
         seq = self.seq
-        return [m.AudioDoneEvent(sequence_number=next(seq))]
+        return [m.ResponseAudioDoneEvent(sequence_number=next(seq))]
 
-    def audio_transcript_delta(self, delta: str) -> list[m.Event]:
+    def audio_transcript_delta(self, delta: str) -> list[m.ResponseAudioTranscriptDeltaEvent]:
         "The 'audio_transcript_delta' transition: emits response.audio.transcript.delta."
 
         if self.state != "running":
@@ -4368,9 +4576,9 @@ class ResponseEmitter(StreamBase):
 
         self.state = "running"
         seq = self.seq
-        return [m.AudioTranscriptDeltaEvent(sequence_number=next(seq), delta=delta)]
+        return [m.ResponseAudioTranscriptDeltaEvent(sequence_number=next(seq), delta=delta)]
 
-    def audio_transcript_done(self) -> list[m.Event]:
+    def audio_transcript_done(self) -> list[m.ResponseAudioTranscriptDoneEvent]:
         "The 'audio_transcript_done' transition: emits response.audio.transcript.done."
 
         if self.state != "running":
@@ -4378,9 +4586,9 @@ class ResponseEmitter(StreamBase):
 
         self.state = "running"
         seq = self.seq
-        return [m.AudioTranscriptDoneEvent(sequence_number=next(seq))]
+        return [m.ResponseAudioTranscriptDoneEvent(sequence_number=next(seq))]
 
-    def completed(self, usage: m.Usage | None = None) -> list[m.Event]:
+    def completed(self, usage: m.Usage | None = None) -> list[m.ResponseCompletedEvent]:
         "The 'completed' transition: emits response.completed."
         if usage is None:
             usage = _DEFAULT_2
@@ -4394,11 +4602,11 @@ class ResponseEmitter(StreamBase):
         self.fields["usage"] = usage
         self.fields["completed_at"] = now()
         seq = self.seq
-        return [m.CompletedEvent(sequence_number=next(seq), response=self.snapshot())]
+        return [m.ResponseCompletedEvent(sequence_number=next(seq), response=self.snapshot())]
 
     def incomplete(
         self, reason: Literal["max_output_tokens", "content_filter"], usage: m.Usage | None = None
-    ) -> list[m.Event]:
+    ) -> list[m.ResponseIncompleteEvent]:
         "The 'incomplete' transition: emits response.incomplete."
         if usage is None:
             usage = _DEFAULT_2
@@ -4412,7 +4620,7 @@ class ResponseEmitter(StreamBase):
         self.fields["incomplete_details"] = m.IncompleteDetails(reason=reason)
         self.fields["usage"] = usage
         seq = self.seq
-        return [m.IncompleteEvent(sequence_number=next(seq), response=self.snapshot())]
+        return [m.ResponseIncompleteEvent(sequence_number=next(seq), response=self.snapshot())]
 
     def error(
         self,
@@ -4420,7 +4628,7 @@ class ResponseEmitter(StreamBase):
         code: str | None = None,
         param: str | None = None,
         error_type: str = "server_error",
-    ) -> list[m.Event]:
+    ) -> list[m.ResponseErrorEvent]:
         "The 'error' transition: emits error."
 
         if self.state not in (
@@ -4441,11 +4649,13 @@ class ResponseEmitter(StreamBase):
 
         self.state = "erroring"
         seq = self.seq
-        return [m.ErrorEvent(sequence_number=next(seq), code=code, message=message, param=param)]
+        return [
+            m.ResponseErrorEvent(sequence_number=next(seq), code=code, message=message, param=param)
+        ]
 
     def failed(
         self, message: str, code: str = "server_error", usage: m.Usage | None = None
-    ) -> list[m.Event]:
+    ) -> list[m.ResponseFailedEvent]:
         "The 'failed' transition: emits response.failed."
         if usage is None:
             usage = _DEFAULT_2
@@ -4474,7 +4684,7 @@ class ResponseEmitter(StreamBase):
         self.fields["error"] = m.ResponseError(code=code, message=message)
         self.fields["usage"] = usage
         seq = self.seq
-        return [m.FailedEvent(sequence_number=next(seq), response=self.snapshot())]
+        return [m.ResponseFailedEvent(sequence_number=next(seq), response=self.snapshot())]
 
     def additional_tools(
         self,

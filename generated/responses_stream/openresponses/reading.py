@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, TypeAlias
+from typing import Annotated, Any, ClassVar, Literal, TypeAlias
 
 from msgspec import UNSET, Meta, Struct, UnsetType
 
@@ -93,21 +93,23 @@ class ShellOutputDelta(Struct, kw_only=True):
     stderr: str | None | UnsetType = UNSET
 
 
-class OutputTextPart(Struct, kw_only=True, tag_field="type", tag="output_text"):
+class ResponseOutputText(Struct, kw_only=True, tag_field="type", tag="output_text"):
     """
     Visible answer text.
     """
 
+    type: ClassVar[Literal["output_text"]] = "output_text"
     text: str
     annotations: list[dict[str, Any]]
     logprobs: list[Logprob] | None | UnsetType = UNSET
 
 
-class RefusalPart(Struct, kw_only=True, tag_field="type", tag="refusal"):
+class ResponseOutputRefusal(Struct, kw_only=True, tag_field="type", tag="refusal"):
     """
     A refusal to answer.
     """
 
+    type: ClassVar[Literal["refusal"]] = "refusal"
     refusal: str
 
 
@@ -116,6 +118,7 @@ class ReasoningTextPart(Struct, kw_only=True, tag_field="type", tag="reasoning_t
     The raw reasoning trace.
     """
 
+    type: ClassVar[Literal["reasoning_text"]] = "reasoning_text"
     text: str
 
 
@@ -124,51 +127,58 @@ class SummaryTextPart(Struct, kw_only=True, tag_field="type", tag="summary_text"
     A reasoning summary.
     """
 
+    type: ClassVar[Literal["summary_text"]] = "summary_text"
     text: str
 
 
-class AdditionalToolsItem(Struct, kw_only=True, tag_field="type", tag="openai:additional_tools"):
+class AdditionalTools(Struct, kw_only=True, tag_field="type", tag="openai:additional_tools"):
     """
     Tools added to the conversation.
     """
 
+    type: ClassVar[Literal["openai:additional_tools"]] = "openai:additional_tools"
     id: str
     role: str
     tools: list[dict[str, Any]]
     status: Literal["in_progress", "completed", "incomplete"] | None | UnsetType = UNSET
 
 
-class ApplyPatchCallItem(Struct, kw_only=True, tag_field="type", tag="openai:apply_patch_call"):
+class ResponseApplyPatchToolCall(
+    Struct, kw_only=True, tag_field="type", tag="openai:apply_patch_call"
+):
     """
     A file operation (create, update or delete) for the client to apply.
     """
 
+    type: ClassVar[Literal["openai:apply_patch_call"]] = "openai:apply_patch_call"
     id: str
     status: Literal["in_progress", "completed"]
     call_id: str
     operation: dict[str, Any]
 
 
-class ApplyPatchCallOutputItem(
+class ResponseApplyPatchToolCallOutput(
     Struct, kw_only=True, tag_field="type", tag="openai:apply_patch_call_output"
 ):
     """
     The result of applying a patch, as the client sent it back.
     """
 
+    type: ClassVar[Literal["openai:apply_patch_call_output"]] = "openai:apply_patch_call_output"
     id: str
     status: Literal["completed", "failed"]
     call_id: str
     output: str | None | UnsetType = UNSET
 
 
-class CodeInterpreterCallItem(
+class ResponseCodeInterpreterToolCall(
     Struct, kw_only=True, tag_field="type", tag="openai:code_interpreter_call"
 ):
     """
     Code written by the model and run in a container.
     """
 
+    type: ClassVar[Literal["openai:code_interpreter_call"]] = "openai:code_interpreter_call"
     id: str
     status: Literal["in_progress", "completed", "incomplete", "interpreting", "failed"]
     container_id: str
@@ -176,21 +186,23 @@ class CodeInterpreterCallItem(
     outputs: list[dict[str, Any]] | None | UnsetType = UNSET
 
 
-class CompactionItem(Struct, kw_only=True, tag_field="type", tag="compaction"):
+class ResponseCompactionItem(Struct, kw_only=True, tag_field="type", tag="compaction"):
     """
     Compacted context, as an opaque encrypted blob.
     """
 
+    type: ClassVar[Literal["compaction"]] = "compaction"
     id: str
     encrypted_content: str
     status: Literal["in_progress", "completed", "incomplete"] | None | UnsetType = UNSET
 
 
-class ComputerCallItem(Struct, kw_only=True, tag_field="type", tag="openai:computer_call"):
+class ResponseComputerToolCall(Struct, kw_only=True, tag_field="type", tag="openai:computer_call"):
     """
     A computer-use action for the client to perform.
     """
 
+    type: ClassVar[Literal["openai:computer_call"]] = "openai:computer_call"
     id: str
     status: Literal["in_progress", "completed", "incomplete"]
     call_id: str
@@ -198,24 +210,26 @@ class ComputerCallItem(Struct, kw_only=True, tag_field="type", tag="openai:compu
     action: dict[str, Any] | None | UnsetType = UNSET
 
 
-class ComputerCallOutputItem(
+class ResponseComputerToolCallOutputItem(
     Struct, kw_only=True, tag_field="type", tag="openai:computer_call_output"
 ):
     """
     A screenshot the client sent back after a computer-use action.
     """
 
+    type: ClassVar[Literal["openai:computer_call_output"]] = "openai:computer_call_output"
     id: str
     status: Literal["in_progress", "completed", "incomplete", "failed"]
     call_id: str
     output: dict[str, Any]
 
 
-class CustomToolCallItem(Struct, kw_only=True, tag_field="type", tag="openai:custom_tool_call"):
+class ResponseCustomToolCall(Struct, kw_only=True, tag_field="type", tag="openai:custom_tool_call"):
     """
     A call to a custom (free-form input) tool.
     """
 
+    type: ClassVar[Literal["openai:custom_tool_call"]] = "openai:custom_tool_call"
     call_id: str
     name: str
     input: str
@@ -224,35 +238,40 @@ class CustomToolCallItem(Struct, kw_only=True, tag_field="type", tag="openai:cus
     namespace: str | None | UnsetType = UNSET
 
 
-class CustomToolCallOutputItem(
+class ResponseCustomToolCallOutputItem(
     Struct, kw_only=True, tag_field="type", tag="openai:custom_tool_call_output"
 ):
     """
     The output of a custom tool call, as the client sent it back.
     """
 
+    type: ClassVar[Literal["openai:custom_tool_call_output"]] = "openai:custom_tool_call_output"
     id: str
     status: Literal["in_progress", "completed", "incomplete"]
     call_id: str
     output: Any
 
 
-class FileSearchCallItem(Struct, kw_only=True, tag_field="type", tag="openai:file_search_call"):
+class ResponseFileSearchToolCall(
+    Struct, kw_only=True, tag_field="type", tag="openai:file_search_call"
+):
     """
     A file search run by the server, with its queries and results.
     """
 
+    type: ClassVar[Literal["openai:file_search_call"]] = "openai:file_search_call"
     id: str
     status: Literal["in_progress", "searching", "completed", "incomplete", "failed"]
     queries: list[str]
     results: list[dict[str, Any]] | None | UnsetType = UNSET
 
 
-class FunctionCallItem(Struct, kw_only=True, tag_field="type", tag="function_call"):
+class ResponseFunctionToolCall(Struct, kw_only=True, tag_field="type", tag="function_call"):
     """
     A call to a function tool that the client runs.
     """
 
+    type: ClassVar[Literal["function_call"]] = "function_call"
     call_id: str
     name: str
     arguments: str
@@ -261,61 +280,64 @@ class FunctionCallItem(Struct, kw_only=True, tag_field="type", tag="function_cal
     namespace: str | None | UnsetType = UNSET
 
 
-class FunctionCallOutputItem(
+class ResponseFunctionToolCallOutputItem(
     Struct, kw_only=True, tag_field="type", tag="openai:function_call_output"
 ):
     """
     The output of a function call, as the client sent it back.
     """
 
+    type: ClassVar[Literal["openai:function_call_output"]] = "openai:function_call_output"
     id: str
     status: Literal["in_progress", "completed", "incomplete"]
     output: Any
     call_id: str | None | UnsetType = UNSET
 
 
-class ImageGenerationCallItem(
+class ImageGenerationCall(
     Struct, kw_only=True, tag_field="type", tag="openai:image_generation_call"
 ):
     """
     An image generated by the server.
     """
 
+    type: ClassVar[Literal["openai:image_generation_call"]] = "openai:image_generation_call"
     id: str
     status: Literal["in_progress", "generating", "completed", "failed"]
     result: str | None | UnsetType = UNSET
 
 
-class LocalShellCallItem(Struct, kw_only=True, tag_field="type", tag="openai:local_shell_call"):
+class LocalShellCall(Struct, kw_only=True, tag_field="type", tag="openai:local_shell_call"):
     """
     A command for the client to run in its local shell.
     """
 
+    type: ClassVar[Literal["openai:local_shell_call"]] = "openai:local_shell_call"
     id: str
     status: Literal["in_progress", "completed", "incomplete"]
     call_id: str
     action: dict[str, Any]
 
 
-class LocalShellCallOutputItem(
+class LocalShellCallOutput(
     Struct, kw_only=True, tag_field="type", tag="openai:local_shell_call_output"
 ):
     """
     The output of a local shell command, as the client sent it back.
     """
 
+    type: ClassVar[Literal["openai:local_shell_call_output"]] = "openai:local_shell_call_output"
     id: str
     output: str
     status: Literal["in_progress", "completed", "incomplete"] | None | UnsetType = UNSET
 
 
-class McpApprovalRequestItem(
-    Struct, kw_only=True, tag_field="type", tag="openai:mcp_approval_request"
-):
+class McpApprovalRequest(Struct, kw_only=True, tag_field="type", tag="openai:mcp_approval_request"):
     """
     A request for the client to approve an MCP tool call.
     """
 
+    type: ClassVar[Literal["openai:mcp_approval_request"]] = "openai:mcp_approval_request"
     id: str
     server_label: str
     name: str
@@ -323,13 +345,14 @@ class McpApprovalRequestItem(
     status: Literal["in_progress", "completed", "incomplete"] | None | UnsetType = UNSET
 
 
-class McpApprovalResponseItem(
+class McpApprovalResponse(
     Struct, kw_only=True, tag_field="type", tag="openai:mcp_approval_response"
 ):
     """
     The client's answer to an MCP approval request.
     """
 
+    type: ClassVar[Literal["openai:mcp_approval_response"]] = "openai:mcp_approval_response"
     id: str
     approval_request_id: str
     approve: bool
@@ -337,11 +360,12 @@ class McpApprovalResponseItem(
     reason: str | None | UnsetType = UNSET
 
 
-class McpCallItem(Struct, kw_only=True, tag_field="type", tag="openai:mcp_call"):
+class McpCall(Struct, kw_only=True, tag_field="type", tag="openai:mcp_call"):
     """
     A call to a tool on an MCP server.
     """
 
+    type: ClassVar[Literal["openai:mcp_call"]] = "openai:mcp_call"
     id: str
     server_label: str
     name: str
@@ -353,11 +377,12 @@ class McpCallItem(Struct, kw_only=True, tag_field="type", tag="openai:mcp_call")
     error: dict[str, Any] | None | UnsetType = UNSET
 
 
-class McpListToolsItem(Struct, kw_only=True, tag_field="type", tag="openai:mcp_list_tools"):
+class McpListTools(Struct, kw_only=True, tag_field="type", tag="openai:mcp_list_tools"):
     """
     Lists the tools of an MCP server.
     """
 
+    type: ClassVar[Literal["openai:mcp_list_tools"]] = "openai:mcp_list_tools"
     id: str
     server_label: str
     tools: list[McpTool]
@@ -365,11 +390,12 @@ class McpListToolsItem(Struct, kw_only=True, tag_field="type", tag="openai:mcp_l
     error: str | None | UnsetType = UNSET
 
 
-class ProgramItem(Struct, kw_only=True, tag_field="type", tag="openai:program"):
+class Program(Struct, kw_only=True, tag_field="type", tag="openai:program"):
     """
     A program the model wrote for programmatic tool calling.
     """
 
+    type: ClassVar[Literal["openai:program"]] = "openai:program"
     id: str
     call_id: str
     code: str
@@ -377,33 +403,40 @@ class ProgramItem(Struct, kw_only=True, tag_field="type", tag="openai:program"):
     status: Literal["in_progress", "completed", "incomplete"] | None | UnsetType = UNSET
 
 
-class ProgramOutputItem(Struct, kw_only=True, tag_field="type", tag="openai:program_output"):
+class ProgramOutput(Struct, kw_only=True, tag_field="type", tag="openai:program_output"):
     """
     The result of a program run.
     """
 
+    type: ClassVar[Literal["openai:program_output"]] = "openai:program_output"
     id: str
     status: Literal["completed", "incomplete"]
     call_id: str
     result: str
 
 
-class ShellCallItem(Struct, kw_only=True, tag_field="type", tag="openai:shell_call"):
+class ResponseFunctionShellToolCall(
+    Struct, kw_only=True, tag_field="type", tag="openai:shell_call"
+):
     """
     Shell commands proposed by the model, with their streamed output.
     """
 
+    type: ClassVar[Literal["openai:shell_call"]] = "openai:shell_call"
     id: str
     status: Literal["in_progress", "completed", "incomplete"]
     call_id: str
     action: dict[str, Any]
 
 
-class ShellCallOutputItem(Struct, kw_only=True, tag_field="type", tag="openai:shell_call_output"):
+class ResponseFunctionShellToolCallOutput(
+    Struct, kw_only=True, tag_field="type", tag="openai:shell_call_output"
+):
     """
     The output of the commands of a shell call, streamed per command.
     """
 
+    type: ClassVar[Literal["openai:shell_call_output"]] = "openai:shell_call_output"
     id: str
     status: Literal["in_progress", "completed", "incomplete"]
     call_id: str
@@ -411,11 +444,12 @@ class ShellCallOutputItem(Struct, kw_only=True, tag_field="type", tag="openai:sh
     max_output_length: int | None | UnsetType = UNSET
 
 
-class ToolSearchCallItem(Struct, kw_only=True, tag_field="type", tag="openai:tool_search_call"):
+class ResponseToolSearchCall(Struct, kw_only=True, tag_field="type", tag="openai:tool_search_call"):
     """
     A search for tools to load, run by the server or the client.
     """
 
+    type: ClassVar[Literal["openai:tool_search_call"]] = "openai:tool_search_call"
     id: str
     status: Literal["in_progress", "completed", "incomplete"]
     arguments: Any
@@ -423,11 +457,14 @@ class ToolSearchCallItem(Struct, kw_only=True, tag_field="type", tag="openai:too
     call_id: str | None | UnsetType = UNSET
 
 
-class ToolSearchOutputItem(Struct, kw_only=True, tag_field="type", tag="openai:tool_search_output"):
+class ResponseToolSearchOutputItem(
+    Struct, kw_only=True, tag_field="type", tag="openai:tool_search_output"
+):
     """
     The tools that a tool search found.
     """
 
+    type: ClassVar[Literal["openai:tool_search_output"]] = "openai:tool_search_output"
     id: str
     status: Literal["in_progress", "completed", "incomplete"]
     execution: Literal["server", "client"]
@@ -435,34 +472,39 @@ class ToolSearchOutputItem(Struct, kw_only=True, tag_field="type", tag="openai:t
     call_id: str | None | UnsetType = UNSET
 
 
-class WebSearchCallItem(Struct, kw_only=True, tag_field="type", tag="openai:web_search_call"):
+class ResponseFunctionWebSearch(
+    Struct, kw_only=True, tag_field="type", tag="openai:web_search_call"
+):
     """
     A web search run by the server.
     """
 
+    type: ClassVar[Literal["openai:web_search_call"]] = "openai:web_search_call"
     id: str
     status: Literal["in_progress", "searching", "completed", "incomplete", "failed"]
     action: dict[str, Any] | None | UnsetType = UNSET
 
 
-ContentPart: TypeAlias = OutputTextPart | RefusalPart | ReasoningTextPart
+ContentPart: TypeAlias = ResponseOutputText | ResponseOutputRefusal | ReasoningTextPart
 
 
 SummaryPart: TypeAlias = SummaryTextPart
 
 
-class ErrorEvent(Struct, kw_only=True, tag_field="type", tag="error"):
+class ResponseErrorEvent(Struct, kw_only=True, tag_field="type", tag="error"):
     """
     An error before response.failed.
     """
 
+    type: ClassVar[Literal["error"]] = "error"
     sequence_number: int
     error: ErrorPayload
 
 
-class ContentPartAddedEvent(
+class ResponseContentPartAddedEvent(
     Struct, kw_only=True, tag_field="type", tag="response.content_part.added"
 ):
+    type: ClassVar[Literal["response.content_part.added"]] = "response.content_part.added"
     sequence_number: int
     item_id: str
     output_index: int
@@ -470,9 +512,10 @@ class ContentPartAddedEvent(
     part: ContentPart
 
 
-class ContentPartDoneEvent(
+class ResponseContentPartDoneEvent(
     Struct, kw_only=True, tag_field="type", tag="response.content_part.done"
 ):
+    type: ClassVar[Literal["response.content_part.done"]] = "response.content_part.done"
     sequence_number: int
     item_id: str
     output_index: int
@@ -480,9 +523,10 @@ class ContentPartDoneEvent(
     part: ContentPart
 
 
-class OutputTextDeltaEvent(
+class ResponseTextDeltaEvent(
     Struct, kw_only=True, tag_field="type", tag="response.output_text.delta"
 ):
+    type: ClassVar[Literal["response.output_text.delta"]] = "response.output_text.delta"
     sequence_number: int
     item_id: str
     output_index: int
@@ -491,7 +535,10 @@ class OutputTextDeltaEvent(
     logprobs: list[Logprob] | UnsetType = UNSET
 
 
-class OutputTextDoneEvent(Struct, kw_only=True, tag_field="type", tag="response.output_text.done"):
+class ResponseTextDoneEvent(
+    Struct, kw_only=True, tag_field="type", tag="response.output_text.done"
+):
+    type: ClassVar[Literal["response.output_text.done"]] = "response.output_text.done"
     sequence_number: int
     item_id: str
     output_index: int
@@ -500,9 +547,12 @@ class OutputTextDoneEvent(Struct, kw_only=True, tag_field="type", tag="response.
     logprobs: list[Logprob] | UnsetType = UNSET
 
 
-class OutputTextAnnotationAddedEvent(
+class ResponseOutputTextAnnotationAddedEvent(
     Struct, kw_only=True, tag_field="type", tag="response.output_text.annotation.added"
 ):
+    type: ClassVar[Literal["response.output_text.annotation.added"]] = (
+        "response.output_text.annotation.added"
+    )
     sequence_number: int
     item_id: str
     output_index: int
@@ -511,7 +561,10 @@ class OutputTextAnnotationAddedEvent(
     annotation: dict[str, Any] | None | UnsetType = UNSET
 
 
-class RefusalDeltaEvent(Struct, kw_only=True, tag_field="type", tag="response.refusal.delta"):
+class ResponseRefusalDeltaEvent(
+    Struct, kw_only=True, tag_field="type", tag="response.refusal.delta"
+):
+    type: ClassVar[Literal["response.refusal.delta"]] = "response.refusal.delta"
     sequence_number: int
     item_id: str
     output_index: int
@@ -519,7 +572,8 @@ class RefusalDeltaEvent(Struct, kw_only=True, tag_field="type", tag="response.re
     delta: str
 
 
-class RefusalDoneEvent(Struct, kw_only=True, tag_field="type", tag="response.refusal.done"):
+class ResponseRefusalDoneEvent(Struct, kw_only=True, tag_field="type", tag="response.refusal.done"):
+    type: ClassVar[Literal["response.refusal.done"]] = "response.refusal.done"
     sequence_number: int
     item_id: str
     output_index: int
@@ -527,9 +581,10 @@ class RefusalDoneEvent(Struct, kw_only=True, tag_field="type", tag="response.ref
     refusal: str
 
 
-class ReasoningTextDeltaEvent(
+class ResponseReasoningTextDeltaEvent(
     Struct, kw_only=True, tag_field="type", tag="response.reasoning.delta"
 ):
+    type: ClassVar[Literal["response.reasoning.delta"]] = "response.reasoning.delta"
     sequence_number: int
     item_id: str
     output_index: int
@@ -537,7 +592,10 @@ class ReasoningTextDeltaEvent(
     delta: str
 
 
-class ReasoningTextDoneEvent(Struct, kw_only=True, tag_field="type", tag="response.reasoning.done"):
+class ResponseReasoningTextDoneEvent(
+    Struct, kw_only=True, tag_field="type", tag="response.reasoning.done"
+):
+    type: ClassVar[Literal["response.reasoning.done"]] = "response.reasoning.done"
     sequence_number: int
     item_id: str
     output_index: int
@@ -545,9 +603,12 @@ class ReasoningTextDoneEvent(Struct, kw_only=True, tag_field="type", tag="respon
     text: str
 
 
-class ReasoningSummaryPartAddedEvent(
+class ResponseReasoningSummaryPartAddedEvent(
     Struct, kw_only=True, tag_field="type", tag="response.reasoning_summary_part.added"
 ):
+    type: ClassVar[Literal["response.reasoning_summary_part.added"]] = (
+        "response.reasoning_summary_part.added"
+    )
     sequence_number: int
     item_id: str
     output_index: int
@@ -555,9 +616,12 @@ class ReasoningSummaryPartAddedEvent(
     part: SummaryPart
 
 
-class ReasoningSummaryPartDoneEvent(
+class ResponseReasoningSummaryPartDoneEvent(
     Struct, kw_only=True, tag_field="type", tag="response.reasoning_summary_part.done"
 ):
+    type: ClassVar[Literal["response.reasoning_summary_part.done"]] = (
+        "response.reasoning_summary_part.done"
+    )
     sequence_number: int
     item_id: str
     output_index: int
@@ -565,9 +629,12 @@ class ReasoningSummaryPartDoneEvent(
     part: SummaryPart
 
 
-class ReasoningSummaryTextDeltaEvent(
+class ResponseReasoningSummaryTextDeltaEvent(
     Struct, kw_only=True, tag_field="type", tag="response.reasoning_summary_text.delta"
 ):
+    type: ClassVar[Literal["response.reasoning_summary_text.delta"]] = (
+        "response.reasoning_summary_text.delta"
+    )
     sequence_number: int
     item_id: str
     output_index: int
@@ -575,9 +642,12 @@ class ReasoningSummaryTextDeltaEvent(
     delta: str
 
 
-class ReasoningSummaryTextDoneEvent(
+class ResponseReasoningSummaryTextDoneEvent(
     Struct, kw_only=True, tag_field="type", tag="response.reasoning_summary_text.done"
 ):
+    type: ClassVar[Literal["response.reasoning_summary_text.done"]] = (
+        "response.reasoning_summary_text.done"
+    )
     sequence_number: int
     item_id: str
     output_index: int
@@ -585,220 +655,296 @@ class ReasoningSummaryTextDoneEvent(
     text: str
 
 
-class FunctionCallArgumentsDeltaEvent(
+class ResponseFunctionCallArgumentsDeltaEvent(
     Struct, kw_only=True, tag_field="type", tag="response.function_call_arguments.delta"
 ):
+    type: ClassVar[Literal["response.function_call_arguments.delta"]] = (
+        "response.function_call_arguments.delta"
+    )
     sequence_number: int
     item_id: str
     output_index: int
     delta: str
 
 
-class FunctionCallArgumentsDoneEvent(
+class ResponseFunctionCallArgumentsDoneEvent(
     Struct, kw_only=True, tag_field="type", tag="response.function_call_arguments.done"
 ):
+    type: ClassVar[Literal["response.function_call_arguments.done"]] = (
+        "response.function_call_arguments.done"
+    )
     sequence_number: int
     item_id: str
     output_index: int
     arguments: str
 
 
-class CustomToolCallInputDeltaEvent(
+class ResponseCustomToolCallInputDeltaEvent(
     Struct, kw_only=True, tag_field="type", tag="openai:response.custom_tool_call_input.delta"
 ):
+    type: ClassVar[Literal["openai:response.custom_tool_call_input.delta"]] = (
+        "openai:response.custom_tool_call_input.delta"
+    )
     sequence_number: int
     item_id: str
     output_index: int
     delta: str
 
 
-class CustomToolCallInputDoneEvent(
+class ResponseCustomToolCallInputDoneEvent(
     Struct, kw_only=True, tag_field="type", tag="openai:response.custom_tool_call_input.done"
 ):
+    type: ClassVar[Literal["openai:response.custom_tool_call_input.done"]] = (
+        "openai:response.custom_tool_call_input.done"
+    )
     sequence_number: int
     item_id: str
     output_index: int
     input: str
 
 
-class McpCallInProgressEvent(
+class ResponseMcpCallInProgressEvent(
     Struct, kw_only=True, tag_field="type", tag="openai:response.mcp_call.in_progress"
 ):
+    type: ClassVar[Literal["openai:response.mcp_call.in_progress"]] = (
+        "openai:response.mcp_call.in_progress"
+    )
     sequence_number: int
     item_id: str
     output_index: int
 
 
-class McpCallArgumentsDeltaEvent(
+class ResponseMcpCallArgumentsDeltaEvent(
     Struct, kw_only=True, tag_field="type", tag="openai:response.mcp_call_arguments.delta"
 ):
+    type: ClassVar[Literal["openai:response.mcp_call_arguments.delta"]] = (
+        "openai:response.mcp_call_arguments.delta"
+    )
     sequence_number: int
     item_id: str
     output_index: int
     delta: str
 
 
-class McpCallArgumentsDoneEvent(
+class ResponseMcpCallArgumentsDoneEvent(
     Struct, kw_only=True, tag_field="type", tag="openai:response.mcp_call_arguments.done"
 ):
+    type: ClassVar[Literal["openai:response.mcp_call_arguments.done"]] = (
+        "openai:response.mcp_call_arguments.done"
+    )
     sequence_number: int
     item_id: str
     output_index: int
     arguments: str
 
 
-class McpCallCompletedEvent(
+class ResponseMcpCallCompletedEvent(
     Struct, kw_only=True, tag_field="type", tag="openai:response.mcp_call.completed"
 ):
+    type: ClassVar[Literal["openai:response.mcp_call.completed"]] = (
+        "openai:response.mcp_call.completed"
+    )
     sequence_number: int
     item_id: str
     output_index: int
 
 
-class McpCallFailedEvent(
+class ResponseMcpCallFailedEvent(
     Struct, kw_only=True, tag_field="type", tag="openai:response.mcp_call.failed"
 ):
+    type: ClassVar[Literal["openai:response.mcp_call.failed"]] = "openai:response.mcp_call.failed"
     sequence_number: int
     item_id: str
     output_index: int
 
 
-class McpListToolsInProgressEvent(
+class ResponseMcpListToolsInProgressEvent(
     Struct, kw_only=True, tag_field="type", tag="openai:response.mcp_list_tools.in_progress"
 ):
+    type: ClassVar[Literal["openai:response.mcp_list_tools.in_progress"]] = (
+        "openai:response.mcp_list_tools.in_progress"
+    )
     sequence_number: int
     item_id: str
     output_index: int
 
 
-class McpListToolsCompletedEvent(
+class ResponseMcpListToolsCompletedEvent(
     Struct, kw_only=True, tag_field="type", tag="openai:response.mcp_list_tools.completed"
 ):
+    type: ClassVar[Literal["openai:response.mcp_list_tools.completed"]] = (
+        "openai:response.mcp_list_tools.completed"
+    )
     sequence_number: int
     item_id: str
     output_index: int
 
 
-class McpListToolsFailedEvent(
+class ResponseMcpListToolsFailedEvent(
     Struct, kw_only=True, tag_field="type", tag="openai:response.mcp_list_tools.failed"
 ):
+    type: ClassVar[Literal["openai:response.mcp_list_tools.failed"]] = (
+        "openai:response.mcp_list_tools.failed"
+    )
     sequence_number: int
     item_id: str
     output_index: int
 
 
-class CodeInterpreterCallInProgressEvent(
+class ResponseCodeInterpreterCallInProgressEvent(
     Struct, kw_only=True, tag_field="type", tag="openai:response.code_interpreter_call.in_progress"
 ):
+    type: ClassVar[Literal["openai:response.code_interpreter_call.in_progress"]] = (
+        "openai:response.code_interpreter_call.in_progress"
+    )
     sequence_number: int
     item_id: str
     output_index: int
 
 
-class CodeInterpreterCallCodeDeltaEvent(
+class ResponseCodeInterpreterCallCodeDeltaEvent(
     Struct, kw_only=True, tag_field="type", tag="openai:response.code_interpreter_call_code.delta"
 ):
+    type: ClassVar[Literal["openai:response.code_interpreter_call_code.delta"]] = (
+        "openai:response.code_interpreter_call_code.delta"
+    )
     sequence_number: int
     item_id: str
     output_index: int
     delta: str
 
 
-class CodeInterpreterCallCodeDoneEvent(
+class ResponseCodeInterpreterCallCodeDoneEvent(
     Struct, kw_only=True, tag_field="type", tag="openai:response.code_interpreter_call_code.done"
 ):
+    type: ClassVar[Literal["openai:response.code_interpreter_call_code.done"]] = (
+        "openai:response.code_interpreter_call_code.done"
+    )
     sequence_number: int
     item_id: str
     output_index: int
     code: str
 
 
-class CodeInterpreterCallInterpretingEvent(
+class ResponseCodeInterpreterCallInterpretingEvent(
     Struct, kw_only=True, tag_field="type", tag="openai:response.code_interpreter_call.interpreting"
 ):
+    type: ClassVar[Literal["openai:response.code_interpreter_call.interpreting"]] = (
+        "openai:response.code_interpreter_call.interpreting"
+    )
     sequence_number: int
     item_id: str
     output_index: int
 
 
-class CodeInterpreterCallCompletedEvent(
+class ResponseCodeInterpreterCallCompletedEvent(
     Struct, kw_only=True, tag_field="type", tag="openai:response.code_interpreter_call.completed"
 ):
+    type: ClassVar[Literal["openai:response.code_interpreter_call.completed"]] = (
+        "openai:response.code_interpreter_call.completed"
+    )
     sequence_number: int
     item_id: str
     output_index: int
 
 
-class WebSearchCallInProgressEvent(
+class ResponseWebSearchCallInProgressEvent(
     Struct, kw_only=True, tag_field="type", tag="openai:response.web_search_call.in_progress"
 ):
+    type: ClassVar[Literal["openai:response.web_search_call.in_progress"]] = (
+        "openai:response.web_search_call.in_progress"
+    )
     sequence_number: int
     item_id: str
     output_index: int
 
 
-class WebSearchCallSearchingEvent(
+class ResponseWebSearchCallSearchingEvent(
     Struct, kw_only=True, tag_field="type", tag="openai:response.web_search_call.searching"
 ):
+    type: ClassVar[Literal["openai:response.web_search_call.searching"]] = (
+        "openai:response.web_search_call.searching"
+    )
     sequence_number: int
     item_id: str
     output_index: int
 
 
-class WebSearchCallCompletedEvent(
+class ResponseWebSearchCallCompletedEvent(
     Struct, kw_only=True, tag_field="type", tag="openai:response.web_search_call.completed"
 ):
+    type: ClassVar[Literal["openai:response.web_search_call.completed"]] = (
+        "openai:response.web_search_call.completed"
+    )
     sequence_number: int
     item_id: str
     output_index: int
 
 
-class FileSearchCallInProgressEvent(
+class ResponseFileSearchCallInProgressEvent(
     Struct, kw_only=True, tag_field="type", tag="openai:response.file_search_call.in_progress"
 ):
+    type: ClassVar[Literal["openai:response.file_search_call.in_progress"]] = (
+        "openai:response.file_search_call.in_progress"
+    )
     sequence_number: int
     item_id: str
     output_index: int
 
 
-class FileSearchCallSearchingEvent(
+class ResponseFileSearchCallSearchingEvent(
     Struct, kw_only=True, tag_field="type", tag="openai:response.file_search_call.searching"
 ):
+    type: ClassVar[Literal["openai:response.file_search_call.searching"]] = (
+        "openai:response.file_search_call.searching"
+    )
     sequence_number: int
     item_id: str
     output_index: int
 
 
-class FileSearchCallCompletedEvent(
+class ResponseFileSearchCallCompletedEvent(
     Struct, kw_only=True, tag_field="type", tag="openai:response.file_search_call.completed"
 ):
+    type: ClassVar[Literal["openai:response.file_search_call.completed"]] = (
+        "openai:response.file_search_call.completed"
+    )
     sequence_number: int
     item_id: str
     output_index: int
 
 
-class ImageGenerationCallInProgressEvent(
+class ResponseImageGenCallInProgressEvent(
     Struct, kw_only=True, tag_field="type", tag="openai:response.image_generation_call.in_progress"
 ):
+    type: ClassVar[Literal["openai:response.image_generation_call.in_progress"]] = (
+        "openai:response.image_generation_call.in_progress"
+    )
     sequence_number: int
     item_id: str
     output_index: int
 
 
-class ImageGenerationCallGeneratingEvent(
+class ResponseImageGenCallGeneratingEvent(
     Struct, kw_only=True, tag_field="type", tag="openai:response.image_generation_call.generating"
 ):
+    type: ClassVar[Literal["openai:response.image_generation_call.generating"]] = (
+        "openai:response.image_generation_call.generating"
+    )
     sequence_number: int
     item_id: str
     output_index: int
 
 
-class ImageGenerationCallPartialImageEvent(
+class ResponseImageGenCallPartialImageEvent(
     Struct,
     kw_only=True,
     tag_field="type",
     tag="openai:response.image_generation_call.partial_image",
 ):
+    type: ClassVar[Literal["openai:response.image_generation_call.partial_image"]] = (
+        "openai:response.image_generation_call.partial_image"
+    )
     sequence_number: int
     item_id: str
     output_index: int
@@ -806,52 +952,70 @@ class ImageGenerationCallPartialImageEvent(
     partial_image_b64: str
 
 
-class ImageGenerationCallCompletedEvent(
+class ResponseImageGenCallCompletedEvent(
     Struct, kw_only=True, tag_field="type", tag="openai:response.image_generation_call.completed"
 ):
+    type: ClassVar[Literal["openai:response.image_generation_call.completed"]] = (
+        "openai:response.image_generation_call.completed"
+    )
     sequence_number: int
     item_id: str
     output_index: int
 
 
-class CompactionCompactingEvent(
+class ResponseCompactionCompactingEvent(
     Struct, kw_only=True, tag_field="type", tag="openai:response.compaction.compacting"
 ):
+    type: ClassVar[Literal["openai:response.compaction.compacting"]] = (
+        "openai:response.compaction.compacting"
+    )
     sequence_number: int
     item_id: str
     output_index: int
 
 
-class ShellCallCommandAddedEvent(
+class ResponseShellCallCommandAddedEvent(
     Struct, kw_only=True, tag_field="type", tag="openai:response.shell_call_command.added"
 ):
+    type: ClassVar[Literal["openai:response.shell_call_command.added"]] = (
+        "openai:response.shell_call_command.added"
+    )
     sequence_number: int
     output_index: int
     command_index: int
     command: str
 
 
-class ShellCallCommandDeltaEvent(
+class ResponseShellCallCommandDeltaEvent(
     Struct, kw_only=True, tag_field="type", tag="openai:response.shell_call_command.delta"
 ):
+    type: ClassVar[Literal["openai:response.shell_call_command.delta"]] = (
+        "openai:response.shell_call_command.delta"
+    )
     sequence_number: int
     output_index: int
     command_index: int
     delta: str
 
 
-class ShellCallCommandDoneEvent(
+class ResponseShellCallCommandDoneEvent(
     Struct, kw_only=True, tag_field="type", tag="openai:response.shell_call_command.done"
 ):
+    type: ClassVar[Literal["openai:response.shell_call_command.done"]] = (
+        "openai:response.shell_call_command.done"
+    )
     sequence_number: int
     output_index: int
     command_index: int
     command: str
 
 
-class ShellCallOutputContentDeltaEvent(
+class ResponseShellCallOutputContentDeltaEvent(
     Struct, kw_only=True, tag_field="type", tag="openai:response.shell_call_output_content.delta"
 ):
+    type: ClassVar[Literal["openai:response.shell_call_output_content.delta"]] = (
+        "openai:response.shell_call_output_content.delta"
+    )
     sequence_number: int
     item_id: str
     output_index: int
@@ -859,9 +1023,12 @@ class ShellCallOutputContentDeltaEvent(
     delta: ShellOutputDelta
 
 
-class ShellCallOutputContentDoneEvent(
+class ResponseShellCallOutputContentDoneEvent(
     Struct, kw_only=True, tag_field="type", tag="openai:response.shell_call_output_content.done"
 ):
+    type: ClassVar[Literal["openai:response.shell_call_output_content.done"]] = (
+        "openai:response.shell_call_output_content.done"
+    )
     sequence_number: int
     item_id: str
     output_index: int
@@ -869,29 +1036,41 @@ class ShellCallOutputContentDoneEvent(
     output: list[dict[str, Any]]
 
 
-class AudioDeltaEvent(Struct, kw_only=True, tag_field="type", tag="openai:response.audio.delta"):
+class ResponseAudioDeltaEvent(
+    Struct, kw_only=True, tag_field="type", tag="openai:response.audio.delta"
+):
+    type: ClassVar[Literal["openai:response.audio.delta"]] = "openai:response.audio.delta"
     sequence_number: int
     delta: str
 
 
-class AudioDoneEvent(Struct, kw_only=True, tag_field="type", tag="openai:response.audio.done"):
+class ResponseAudioDoneEvent(
+    Struct, kw_only=True, tag_field="type", tag="openai:response.audio.done"
+):
+    type: ClassVar[Literal["openai:response.audio.done"]] = "openai:response.audio.done"
     sequence_number: int
 
 
-class AudioTranscriptDeltaEvent(
+class ResponseAudioTranscriptDeltaEvent(
     Struct, kw_only=True, tag_field="type", tag="openai:response.audio.transcript.delta"
 ):
+    type: ClassVar[Literal["openai:response.audio.transcript.delta"]] = (
+        "openai:response.audio.transcript.delta"
+    )
     sequence_number: int
     delta: str
 
 
-class AudioTranscriptDoneEvent(
+class ResponseAudioTranscriptDoneEvent(
     Struct, kw_only=True, tag_field="type", tag="openai:response.audio.transcript.done"
 ):
+    type: ClassVar[Literal["openai:response.audio.transcript.done"]] = (
+        "openai:response.audio.transcript.done"
+    )
     sequence_number: int
 
 
-class ApplyPatchCallOperationDiffDeltaEvent(
+class ResponseApplyPatchCallOperationDiffDeltaEvent(
     Struct,
     kw_only=True,
     tag_field="type",
@@ -901,13 +1080,16 @@ class ApplyPatchCallOperationDiffDeltaEvent(
     A piece of the diff of an apply_patch_call's operation.
     """
 
+    type: ClassVar[Literal["openai:response.apply_patch_call_operation_diff.delta"]] = (
+        "openai:response.apply_patch_call_operation_diff.delta"
+    )
     sequence_number: int
     item_id: str
     output_index: int
     delta: str
 
 
-class ApplyPatchCallOperationDiffDoneEvent(
+class ResponseApplyPatchCallOperationDiffDoneEvent(
     Struct,
     kw_only=True,
     tag_field="type",
@@ -917,17 +1099,21 @@ class ApplyPatchCallOperationDiffDoneEvent(
     The whole diff of an apply_patch_call's operation.
     """
 
+    type: ClassVar[Literal["openai:response.apply_patch_call_operation_diff.done"]] = (
+        "openai:response.apply_patch_call_operation_diff.done"
+    )
     sequence_number: int
     item_id: str
     output_index: int
     diff: str
 
 
-class MessageItem(Struct, kw_only=True, tag_field="type", tag="message"):
+class ResponseOutputMessage(Struct, kw_only=True, tag_field="type", tag="message"):
     """
     An assistant message made of output_text and refusal parts.
     """
 
+    type: ClassVar[Literal["message"]] = "message"
     id: str
     status: Literal["in_progress", "completed", "incomplete"]
     role: Literal["assistant"]
@@ -935,11 +1121,12 @@ class MessageItem(Struct, kw_only=True, tag_field="type", tag="message"):
     phase: Literal["commentary", "final_answer"] | None | UnsetType = UNSET
 
 
-class ReasoningItem(Struct, kw_only=True, tag_field="type", tag="reasoning"):
+class ResponseReasoningItem(Struct, kw_only=True, tag_field="type", tag="reasoning"):
     """
     The model's reasoning, as summaries and as a raw trace.
     """
 
+    type: ClassVar[Literal["reasoning"]] = "reasoning"
     id: str
     summary: list[SummaryPart]
     status: Literal["in_progress", "completed", "incomplete"] | None | UnsetType = UNSET
@@ -948,68 +1135,68 @@ class ReasoningItem(Struct, kw_only=True, tag_field="type", tag="reasoning"):
 
 
 Item: TypeAlias = (
-    AdditionalToolsItem
-    | ApplyPatchCallItem
-    | ApplyPatchCallOutputItem
-    | CodeInterpreterCallItem
-    | CompactionItem
-    | ComputerCallItem
-    | ComputerCallOutputItem
-    | CustomToolCallItem
-    | CustomToolCallOutputItem
-    | FileSearchCallItem
-    | FunctionCallItem
-    | FunctionCallOutputItem
-    | ImageGenerationCallItem
-    | LocalShellCallItem
-    | LocalShellCallOutputItem
-    | McpApprovalRequestItem
-    | McpApprovalResponseItem
-    | McpCallItem
-    | McpListToolsItem
-    | MessageItem
-    | ProgramItem
-    | ProgramOutputItem
-    | ReasoningItem
-    | ShellCallItem
-    | ShellCallOutputItem
-    | ToolSearchCallItem
-    | ToolSearchOutputItem
-    | WebSearchCallItem
+    AdditionalTools
+    | ResponseApplyPatchToolCall
+    | ResponseApplyPatchToolCallOutput
+    | ResponseCodeInterpreterToolCall
+    | ResponseCompactionItem
+    | ResponseComputerToolCall
+    | ResponseComputerToolCallOutputItem
+    | ResponseCustomToolCall
+    | ResponseCustomToolCallOutputItem
+    | ResponseFileSearchToolCall
+    | ResponseFunctionToolCall
+    | ResponseFunctionToolCallOutputItem
+    | ImageGenerationCall
+    | LocalShellCall
+    | LocalShellCallOutput
+    | McpApprovalRequest
+    | McpApprovalResponse
+    | McpCall
+    | McpListTools
+    | ResponseOutputMessage
+    | Program
+    | ProgramOutput
+    | ResponseReasoningItem
+    | ResponseFunctionShellToolCall
+    | ResponseFunctionShellToolCallOutput
+    | ResponseToolSearchCall
+    | ResponseToolSearchOutputItem
+    | ResponseFunctionWebSearch
 )
 
 
 Payload: TypeAlias = (
-    AdditionalToolsItem
-    | ApplyPatchCallItem
-    | ApplyPatchCallOutputItem
-    | CodeInterpreterCallItem
-    | CompactionItem
-    | ComputerCallItem
-    | ComputerCallOutputItem
-    | CustomToolCallItem
-    | CustomToolCallOutputItem
-    | FileSearchCallItem
-    | FunctionCallItem
-    | FunctionCallOutputItem
-    | ImageGenerationCallItem
-    | LocalShellCallItem
-    | LocalShellCallOutputItem
-    | McpApprovalRequestItem
-    | McpApprovalResponseItem
-    | McpCallItem
-    | McpListToolsItem
-    | MessageItem
-    | ProgramItem
-    | ProgramOutputItem
-    | ReasoningItem
-    | ShellCallItem
-    | ShellCallOutputItem
-    | ToolSearchCallItem
-    | ToolSearchOutputItem
-    | WebSearchCallItem
-    | OutputTextPart
-    | RefusalPart
+    AdditionalTools
+    | ResponseApplyPatchToolCall
+    | ResponseApplyPatchToolCallOutput
+    | ResponseCodeInterpreterToolCall
+    | ResponseCompactionItem
+    | ResponseComputerToolCall
+    | ResponseComputerToolCallOutputItem
+    | ResponseCustomToolCall
+    | ResponseCustomToolCallOutputItem
+    | ResponseFileSearchToolCall
+    | ResponseFunctionToolCall
+    | ResponseFunctionToolCallOutputItem
+    | ImageGenerationCall
+    | LocalShellCall
+    | LocalShellCallOutput
+    | McpApprovalRequest
+    | McpApprovalResponse
+    | McpCall
+    | McpListTools
+    | ResponseOutputMessage
+    | Program
+    | ProgramOutput
+    | ResponseReasoningItem
+    | ResponseFunctionShellToolCall
+    | ResponseFunctionShellToolCallOutput
+    | ResponseToolSearchCall
+    | ResponseToolSearchOutputItem
+    | ResponseFunctionWebSearch
+    | ResponseOutputText
+    | ResponseOutputRefusal
     | ReasoningTextPart
     | SummaryTextPart
 )
@@ -1058,110 +1245,120 @@ class Response(Struct, kw_only=True):
     user: str | None | UnsetType = UNSET
 
 
-class QueuedEvent(Struct, kw_only=True, tag_field="type", tag="response.queued"):
+class ResponseQueuedEvent(Struct, kw_only=True, tag_field="type", tag="response.queued"):
+    type: ClassVar[Literal["response.queued"]] = "response.queued"
     sequence_number: int
     response: Response
 
 
-class CreatedEvent(Struct, kw_only=True, tag_field="type", tag="response.created"):
+class ResponseCreatedEvent(Struct, kw_only=True, tag_field="type", tag="response.created"):
+    type: ClassVar[Literal["response.created"]] = "response.created"
     sequence_number: int
     response: Response
 
 
-class InProgressEvent(Struct, kw_only=True, tag_field="type", tag="response.in_progress"):
+class ResponseInProgressEvent(Struct, kw_only=True, tag_field="type", tag="response.in_progress"):
+    type: ClassVar[Literal["response.in_progress"]] = "response.in_progress"
     sequence_number: int
     response: Response
 
 
-class CompletedEvent(Struct, kw_only=True, tag_field="type", tag="response.completed"):
+class ResponseCompletedEvent(Struct, kw_only=True, tag_field="type", tag="response.completed"):
+    type: ClassVar[Literal["response.completed"]] = "response.completed"
     sequence_number: int
     response: Response
 
 
-class IncompleteEvent(Struct, kw_only=True, tag_field="type", tag="response.incomplete"):
+class ResponseIncompleteEvent(Struct, kw_only=True, tag_field="type", tag="response.incomplete"):
+    type: ClassVar[Literal["response.incomplete"]] = "response.incomplete"
     sequence_number: int
     response: Response
 
 
-class FailedEvent(Struct, kw_only=True, tag_field="type", tag="response.failed"):
+class ResponseFailedEvent(Struct, kw_only=True, tag_field="type", tag="response.failed"):
+    type: ClassVar[Literal["response.failed"]] = "response.failed"
     sequence_number: int
     response: Response
 
 
-class OutputItemAddedEvent(
+class ResponseOutputItemAddedEvent(
     Struct, kw_only=True, tag_field="type", tag="response.output_item.added"
 ):
+    type: ClassVar[Literal["response.output_item.added"]] = "response.output_item.added"
     sequence_number: int
     output_index: int
     item: Item
 
 
-class OutputItemDoneEvent(Struct, kw_only=True, tag_field="type", tag="response.output_item.done"):
+class ResponseOutputItemDoneEvent(
+    Struct, kw_only=True, tag_field="type", tag="response.output_item.done"
+):
+    type: ClassVar[Literal["response.output_item.done"]] = "response.output_item.done"
     sequence_number: int
     output_index: int
     item: Item
 
 
 Event: TypeAlias = (
-    QueuedEvent
-    | CreatedEvent
-    | InProgressEvent
-    | CompletedEvent
-    | IncompleteEvent
-    | FailedEvent
-    | ErrorEvent
-    | OutputItemAddedEvent
-    | OutputItemDoneEvent
-    | ContentPartAddedEvent
-    | ContentPartDoneEvent
-    | OutputTextDeltaEvent
-    | OutputTextDoneEvent
-    | OutputTextAnnotationAddedEvent
-    | RefusalDeltaEvent
-    | RefusalDoneEvent
-    | ReasoningTextDeltaEvent
-    | ReasoningTextDoneEvent
-    | ReasoningSummaryPartAddedEvent
-    | ReasoningSummaryPartDoneEvent
-    | ReasoningSummaryTextDeltaEvent
-    | ReasoningSummaryTextDoneEvent
-    | FunctionCallArgumentsDeltaEvent
-    | FunctionCallArgumentsDoneEvent
-    | CustomToolCallInputDeltaEvent
-    | CustomToolCallInputDoneEvent
-    | McpCallInProgressEvent
-    | McpCallArgumentsDeltaEvent
-    | McpCallArgumentsDoneEvent
-    | McpCallCompletedEvent
-    | McpCallFailedEvent
-    | McpListToolsInProgressEvent
-    | McpListToolsCompletedEvent
-    | McpListToolsFailedEvent
-    | CodeInterpreterCallInProgressEvent
-    | CodeInterpreterCallCodeDeltaEvent
-    | CodeInterpreterCallCodeDoneEvent
-    | CodeInterpreterCallInterpretingEvent
-    | CodeInterpreterCallCompletedEvent
-    | WebSearchCallInProgressEvent
-    | WebSearchCallSearchingEvent
-    | WebSearchCallCompletedEvent
-    | FileSearchCallInProgressEvent
-    | FileSearchCallSearchingEvent
-    | FileSearchCallCompletedEvent
-    | ImageGenerationCallInProgressEvent
-    | ImageGenerationCallGeneratingEvent
-    | ImageGenerationCallPartialImageEvent
-    | ImageGenerationCallCompletedEvent
-    | CompactionCompactingEvent
-    | ShellCallCommandAddedEvent
-    | ShellCallCommandDeltaEvent
-    | ShellCallCommandDoneEvent
-    | ShellCallOutputContentDeltaEvent
-    | ShellCallOutputContentDoneEvent
-    | AudioDeltaEvent
-    | AudioDoneEvent
-    | AudioTranscriptDeltaEvent
-    | AudioTranscriptDoneEvent
-    | ApplyPatchCallOperationDiffDeltaEvent
-    | ApplyPatchCallOperationDiffDoneEvent
+    ResponseQueuedEvent
+    | ResponseCreatedEvent
+    | ResponseInProgressEvent
+    | ResponseCompletedEvent
+    | ResponseIncompleteEvent
+    | ResponseFailedEvent
+    | ResponseErrorEvent
+    | ResponseOutputItemAddedEvent
+    | ResponseOutputItemDoneEvent
+    | ResponseContentPartAddedEvent
+    | ResponseContentPartDoneEvent
+    | ResponseTextDeltaEvent
+    | ResponseTextDoneEvent
+    | ResponseOutputTextAnnotationAddedEvent
+    | ResponseRefusalDeltaEvent
+    | ResponseRefusalDoneEvent
+    | ResponseReasoningTextDeltaEvent
+    | ResponseReasoningTextDoneEvent
+    | ResponseReasoningSummaryPartAddedEvent
+    | ResponseReasoningSummaryPartDoneEvent
+    | ResponseReasoningSummaryTextDeltaEvent
+    | ResponseReasoningSummaryTextDoneEvent
+    | ResponseFunctionCallArgumentsDeltaEvent
+    | ResponseFunctionCallArgumentsDoneEvent
+    | ResponseCustomToolCallInputDeltaEvent
+    | ResponseCustomToolCallInputDoneEvent
+    | ResponseMcpCallInProgressEvent
+    | ResponseMcpCallArgumentsDeltaEvent
+    | ResponseMcpCallArgumentsDoneEvent
+    | ResponseMcpCallCompletedEvent
+    | ResponseMcpCallFailedEvent
+    | ResponseMcpListToolsInProgressEvent
+    | ResponseMcpListToolsCompletedEvent
+    | ResponseMcpListToolsFailedEvent
+    | ResponseCodeInterpreterCallInProgressEvent
+    | ResponseCodeInterpreterCallCodeDeltaEvent
+    | ResponseCodeInterpreterCallCodeDoneEvent
+    | ResponseCodeInterpreterCallInterpretingEvent
+    | ResponseCodeInterpreterCallCompletedEvent
+    | ResponseWebSearchCallInProgressEvent
+    | ResponseWebSearchCallSearchingEvent
+    | ResponseWebSearchCallCompletedEvent
+    | ResponseFileSearchCallInProgressEvent
+    | ResponseFileSearchCallSearchingEvent
+    | ResponseFileSearchCallCompletedEvent
+    | ResponseImageGenCallInProgressEvent
+    | ResponseImageGenCallGeneratingEvent
+    | ResponseImageGenCallPartialImageEvent
+    | ResponseImageGenCallCompletedEvent
+    | ResponseCompactionCompactingEvent
+    | ResponseShellCallCommandAddedEvent
+    | ResponseShellCallCommandDeltaEvent
+    | ResponseShellCallCommandDoneEvent
+    | ResponseShellCallOutputContentDeltaEvent
+    | ResponseShellCallOutputContentDoneEvent
+    | ResponseAudioDeltaEvent
+    | ResponseAudioDoneEvent
+    | ResponseAudioTranscriptDeltaEvent
+    | ResponseAudioTranscriptDoneEvent
+    | ResponseApplyPatchCallOperationDiffDeltaEvent
+    | ResponseApplyPatchCallOperationDiffDoneEvent
 )
