@@ -124,11 +124,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
+    commands: dict[str, argparse.ArgumentParser] = {}
     for name, help_ in (
         ("generate", "render every output file into --out, atomically"),
         ("check", "exit 1 if --out differs from a fresh render (drift)"),
     ):
-        p = sub.add_parser(
+        p = commands[name] = sub.add_parser(
             name,
             help=help_,
             description=help_[0].upper() + help_[1:] + ".",
@@ -153,7 +154,9 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument(
             "--out", type=Path, default=Path("generated"), help="output folder (default: generated)"
         )
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # the command's own usage, not the top-level one
+        commands[args.command].error(f"unrecognized arguments: {' '.join(extra)}")
     spec = args.spec if args.spec is not None else base_spec()
     try:
         if args.command == "generate":

@@ -1,0 +1,51 @@
+"""The generator's command line: help, version, errors in the command's own usage, overlays."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from generator.runtime.version import __version__
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def gen(*args: str | Path, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "generator", *map(str, args)],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+    )
+
+
+def test_version_and_help() -> None:
+    version = gen("--version")
+    assert (
+        version.returncode == 0 and version.stdout.strip() == f"python -m generator {__version__}"
+    )
+    for command in ("generate", "check"):
+        text = gen(command, "--help").stdout
+        assert "--overlay DIR" in text and "examples:" in text and "(default: generated)" in text
+
+
+def test_an_unknown_flag_shows_the_commands_usage() -> None:
+    proc = gen("generate", "--bogus")
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("usage: python -m generator generate ")
+    assert proc.stderr.rstrip().endswith("error: unrecognized arguments: --bogus")
+    assert "Traceback" not in proc.stderr
+
+
+def test_a_bad_overlay_file_is_file_and_line_and_writes_nothing(tmp_path: Path) -> None:
+    overlay = tmp_path / "mine"
+    overlay.mkdir()
+    (overlay / "broken.yaml").write_text("kind: item\ntype: x\nbogus_key: 1\n")
+    out = tmp_path / "out"
+    proc = gen("generate", "--overlay", overlay, "--out", out)
+    assert proc.returncode == 1
+    assert "mine/broken.yaml:" in proc.stderr and "nothing was written" in proc.stderr
+    assert not out.exists()
+    missing = gen("generate", "--overlay", tmp_path / "absent", "--out", out)
+    assert missing.returncode == 1 and "not a folder" in missing.stderr
