@@ -59,10 +59,11 @@ MUTATE_ARGS ?= --sample 400
 mutate: install
 	$(PYTHON) -m generator.testing.mutate --jobs 2 --min-kill-share 0.9 $(MUTATE_ARGS)
 
-bench: install
+# The benchmark suite (benchmarks/): one table of medians and ratios on stdout, and
+# docs/benchmarks.md with docs/benchmarks.png.  Needs the generated package installed.
+bench: install develop
 	$(PYTHON) -m pip install --quiet -r requirements-bench.txt
-	$(PYTHON) benchmarks/bench_emit.py
-	$(PYTHON) benchmarks/bench_convert.py
+	$(PYTHON) -m benchmarks
 
 clean:
 	rm -rf $(sort .venv $(VENV)) .venv-* .generated-staging-*

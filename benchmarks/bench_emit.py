@@ -1,181 +1,162 @@
-"""Per-event cost of emitting + SSE-encoding one ``response.output_text.delta`` event.
+"""Per event: emit and SSE-encode one event, three kinds, against the openai SDK's pydantic
+models (``model_dump_json``, as vLLM and SGLang write them) and a hand-written f-string
+floor (``json.dumps`` for strings).  Every candidate's frame is checked to be the same
+event (its ``sequence_number`` aside) before timing.
 
-Compares, in one process, our generated emitter + encoder with (a) the openai SDK pydantic
-path used by vLLM/SGLang and (b) a hand-written f-string floor. Candidates run round-robin in
-every repeat so machine noise hits all of them alike; medians are reported. Informative only:
-the exit code is always 0.
+- a text delta: ``output_text_delta_sse``;
+- an arguments delta: a function call's ``delta_sse``;
+- an ``output_item.done`` carrying a whole message (a paragraph of text): the item's
+  snapshot, the event and the encoder, as the emitter's ``done`` makes it.
 """
 
 from __future__ import annotations
 
-import gc
 import itertools
 import json
-import statistics
-import sys
-import time
 from collections.abc import Callable
-from pathlib import Path
-from typing import Any, Final
+from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "generated"))
+from responses_stream import CountingIds
+from responses_stream import openai as oa
 
-from openai.types.responses import ResponseTextDeltaEvent  # noqa: E402
+from . import check
+from .harness import Report, measure
+from .shapes import PROSE
 
-from responses_stream import CountingIds  # noqa: E402
-from responses_stream import openai as oa  # noqa: E402
-
-NUMBER = 20_000  # events per batch
-REPEAT = 15  # batches per candidate
+SECTION = "Per event"
+NUMBER = 20_000
 DELTA = "Hello"
-TYPE: Final = "response.output_text.delta"
+ARGS = '{"location": '
+TEXT = PROSE * 3
 
-Batch = Callable[[int], bytes]
 
-
-def _open_message() -> Any:
-    r = oa.ResponseEmitter(ids=CountingIds(), model="m")
+def _stream() -> Any:
+    r = oa.ResponseEmitter(ids=CountingIds(), model="m", created_at=1)
     r.created()
     r.in_progress()
-    msg = r.message()
+    return r
+
+
+def _text_delta() -> dict[str, Callable[[], bytes]]:
+    from openai.types.responses import ResponseTextDeltaEvent
+
+    msg = _stream().message()
     msg.open()
     msg.output_text_open()
-    return msg
+    item_id, seq, dumps = msg.item_id, itertools.count(), json.dumps
+    kind = "response.output_text.delta"
+
+    def pydantic() -> bytes:
+        ev = ResponseTextDeltaEvent(
+            type=kind, sequence_number=next(seq), item_id=item_id, output_index=0,
+            content_index=0, delta=DELTA, logprobs=[],
+        )  # fmt: skip
+        return f"event: {ev.type}\ndata: {ev.model_dump_json()}\n\n".encode()
+
+    def floor() -> bytes:
+        return (
+            f'event: {kind}\ndata: {{"type":"{kind}","sequence_number":{next(seq)},'
+            f'"item_id":"{item_id}","output_index":0,"content_index":0,'
+            f'"delta":{dumps(DELTA)},"logprobs":[]}}\n\n'
+        ).encode()
+
+    return {"ours": lambda: msg.output_text_delta_sse(DELTA), "pydantic": pydantic, "floor": floor}
 
 
-def make_ours() -> tuple[Batch, str]:
-    """The SSE fast path: ``output_text_delta_sse`` emits and encodes in one call."""
-    msg = _open_message()
-    delta = msg.output_text_delta_sse
+def _args_delta() -> dict[str, Callable[[], bytes]]:
+    from openai.types.responses import ResponseFunctionCallArgumentsDeltaEvent
 
-    def run(n: int) -> bytes:
-        out = b""
-        for _ in range(n):
-            out = delta(DELTA)
-        return out
+    call = _stream().function_call(call_id="call_1", name="get_weather")
+    call.open()
+    item_id, seq, dumps = call.item_id, itertools.count(), json.dumps
+    kind = "response.function_call_arguments.delta"
 
-    return run, msg.item_id
+    def pydantic() -> bytes:
+        ev = ResponseFunctionCallArgumentsDeltaEvent(
+            type=kind, sequence_number=next(seq), item_id=item_id, output_index=0, delta=ARGS
+        )
+        return f"event: {ev.type}\ndata: {ev.model_dump_json()}\n\n".encode()
 
+    def floor() -> bytes:
+        return (
+            f'event: {kind}\ndata: {{"type":"{kind}","sequence_number":{next(seq)},'
+            f'"item_id":"{item_id}","output_index":0,"delta":{dumps(ARGS)}}}\n\n'
+        ).encode()
 
-def make_typed() -> Batch:
-    """The typed path: ``output_text_delta`` returns structs, the encoder frames them."""
-    msg = _open_message()
-    delta, encode = msg.output_text_delta, oa.DIALECT.encoder().encode
-
-    def run(n: int) -> bytes:
-        out = b""
-        for _ in range(n):
-            for ev in delta(DELTA):
-                out = encode(ev)
-        return out
-
-    return run
+    return {"ours": lambda: call.delta_sse(ARGS), "pydantic": pydantic, "floor": floor}
 
 
-def make_pydantic(item_id: str) -> Batch:
-    seq = itertools.count()
+def _item_done() -> dict[str, Callable[[], bytes]]:
+    from openai.types.responses import (
+        ResponseOutputItemDoneEvent,
+        ResponseOutputMessage,
+        ResponseOutputText,
+    )
 
-    def run(n: int) -> bytes:
-        out = b""
-        for _ in range(n):
-            ev = ResponseTextDeltaEvent(
-                type=TYPE,
-                sequence_number=next(seq),
-                item_id=item_id,
-                output_index=0,
-                content_index=0,
-                delta=DELTA,
-                logprobs=[],
-            )
-            out = f"event: {ev.type}\ndata: {ev.model_dump_json()}\n\n".encode()
-        return out
+    msg = _stream().message()
+    msg.open()
+    msg.output_text_open()
+    msg.output_text_delta(TEXT)
+    msg.done()
+    item_id, seq, dumps = msg.item_id, itertools.count(), json.dumps
+    enc, models = oa.DIALECT.encoder(), oa.models
+    kind = "response.output_item.done"
 
-    return run
+    def ours() -> bytes:  # what MessageEmitter.done() does for its last event
+        ev = models.ResponseOutputItemDoneEvent(
+            sequence_number=next(seq), output_index=0, item=msg.snapshot()
+        )
+        return enc.encode(ev)
 
+    def pydantic() -> bytes:
+        part = ResponseOutputText(type="output_text", text=TEXT, annotations=[], logprobs=[])
+        item = ResponseOutputMessage(
+            type="message", id=item_id, status="completed", role="assistant", content=[part]
+        )
+        ev = ResponseOutputItemDoneEvent(
+            type=kind, sequence_number=next(seq), output_index=0, item=item
+        )
+        return f"event: {ev.type}\ndata: {ev.model_dump_json(exclude_unset=True)}\n\n".encode()
 
-def make_floor(item_id: str) -> Batch:
-    seq = itertools.count()
-    dumps = json.dumps
+    def floor() -> bytes:
+        return (
+            f'event: {kind}\ndata: {{"type":"{kind}","sequence_number":{next(seq)},'
+            f'"output_index":0,"item":{{"type":"message","id":"{item_id}","status":'
+            f'"completed","role":"assistant","content":[{{"type":"output_text","text":'
+            f'{dumps(TEXT)},"annotations":[],"logprobs":[]}}]}}}}\n\n'
+        ).encode()
 
-    def run(n: int) -> bytes:
-        out = b""
-        for _ in range(n):
-            out = (
-                f'event: {TYPE}\ndata: {{"type":"{TYPE}","sequence_number":{next(seq)},'
-                f'"item_id":"{item_id}","output_index":0,"content_index":0,'
-                f'"delta":{dumps(DELTA)},"logprobs":[]}}\n\n'
-            ).encode()
-        return out
-
-    return run
-
-
-def frame(raw: bytes) -> tuple[str, dict[str, object]]:
-    """The event line and the JSON payload (minus sequence_number) of one SSE frame."""
-    head, data, tail = raw.decode().split("\n", 2)
-    assert head.startswith("event: ") and data.startswith("data: ") and tail == "\n", raw
-    payload = json.loads(data.removeprefix("data: "))
-    payload.pop("sequence_number")
-    return head, payload
+    return {"ours": ours, "pydantic": pydantic, "floor": floor}
 
 
-def check_shapes(frames: dict[str, bytes]) -> bool:
-    ref_head, ref = frame(frames["ours"])
-    ok = True
-    for name, raw in frames.items():
-        head, payload = frame(raw)
-        same = head == ref_head and payload == ref
-        ok &= same
-        print(f"  {name:<9} {'same' if same else 'DIFFERENT'}: {raw!r}")
-    return ok
+CASES = {
+    "text delta": _text_delta,
+    "arguments delta": _args_delta,
+    "output_item.done, a whole message": _item_done,
+}
 
 
-def verdict(ok: bool) -> str:
-    return "PASS" if ok else "FAIL"
+def run(report: Report, rounds: int) -> None:
+    print(f"\n== {SECTION} ==")
+    for path, make in CASES.items():
+        cands = make()
+        frames = {name: check.frames(f()) for name, f in cands.items()}
+        for frame in frames.values():
+            for _, payload in frame:
+                payload.pop("sequence_number", None)
+        for name in ("pydantic", "floor"):
+            if not check.same(name, frames["ours"], frames[name]):
+                raise SystemExit(f"{SECTION} {path}: {name} differs from ours")
+            report.check(f"{SECTION}, {path}: {name} writes the same event as ours")
 
+        def batch(f: Callable[[], bytes]) -> Callable[[], object]:
+            def run_batch() -> None:
+                for _ in range(NUMBER):
+                    f()
 
-def main() -> int:
-    ours, item_id = make_ours()
-    cands = {
-        "ours": ours,
-        "typed": make_typed(),
-        "pydantic": make_pydantic(item_id),
-        "floor": make_floor(item_id),
-    }
+            return run_batch
 
-    print("payload check (one frame each, sequence_number ignored):")
-    fair = check_shapes({name: run(1) for name, run in cands.items()})
-    print(f"  -> {'OK: identical event line and payload' if fair else 'MISMATCH'}\n")
-
-    for run in cands.values():  # warm-up
-        run(NUMBER // 10)
-    times: dict[str, list[float]] = {name: [] for name in cands}
-    gc_was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        for _ in range(REPEAT):
-            for name, run in cands.items():
-                t0 = time.perf_counter()
-                run(NUMBER)
-                times[name].append((time.perf_counter() - t0) / NUMBER * 1e6)
-    finally:
-        if gc_was_enabled:
-            gc.enable()
-
-    med = {name: statistics.median(ts) for name, ts in times.items()}
-    print(f"median of {REPEAT} batches x {NUMBER} events (python {sys.version.split()[0]}):")
-    print(f"  {'candidate':<10}{'µs/event':>10}{'min':>9}{'max':>9}")
-    for name, ts in times.items():
-        print(f"  {name:<10}{med[name]:>10.3f}{min(ts):>9.3f}{max(ts):>9.3f}")
-    speedup = med["pydantic"] / med["ours"]
-    overhead = med["ours"] / med["floor"]
-    print()
-    print(f"  pydantic/ours = {speedup:5.2f}x  (target >= 5x)   {verdict(speedup >= 5)}")
-    print(f"  ours/floor    = {overhead:5.2f}x  (target <= 1.3x) {verdict(overhead <= 1.3)}")
-    typed = med["typed"] / med["floor"]
-    print(f"  typed/floor   = {typed:5.2f}x  (structs, then SSEEncoder.encode; for reference)")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+        samples = measure({n: batch(f) for n, f in cands.items()}, NUMBER, rounds)
+        med = report.add(SECTION, path, samples, "µs/event")
+        report.target(SECTION, path, med, "pydantic", "ours", ">=", 5)
+        report.target(SECTION, path, med, "ours", "floor", "<=", 1.3)

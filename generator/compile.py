@@ -116,6 +116,7 @@ PART_STATE_MEMBERS = {"index", "state", "snapshot"}
 # writes as well, so a name added to the package later is refused there too.
 PACKAGE_NAMES = {
     "__version__",
+    "achat_sse_from_sse",
     "achat_sse_from_responses",
     "aevents_from_chat",
     "annotations",

@@ -329,3 +329,93 @@ def test_a_bad_request_is_one_line_and_2(value: str, says: str) -> None:
     assert proc.returncode == 2
     assert says in _one_line(proc)
     assert proc.stdout == b""
+
+
+# -- a live pipe ----------------------------------------------------------------------
+# The CLI writes what one read of its input produced in one write; before it waits for
+# more input, everything it has is on stdout.  A writer that pauses after each event sees
+# that event converted before it writes the next.
+
+
+def _chat_line(delta: dict[str, object], finish: str | None = None) -> bytes:
+    choice = {"index": 0, "delta": delta, "finish_reason": finish}
+    chunk = {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m"}
+    return b"data: " + json.dumps(chunk | {"choices": [choice]}).encode() + b"\n\n"
+
+
+def _read_until(proc: subprocess.Popen[bytes], marker: bytes, seen: bytearray) -> None:
+    """Read stdout until ``marker`` is in it, with the input left waiting."""
+    import select
+
+    assert proc.stdout is not None
+    fd = proc.stdout.fileno()
+    deadline = time.monotonic() + 30
+    while marker not in seen:
+        left = deadline - time.monotonic()
+        assert left > 0, f"{marker!r} not written while the input waits; got {bytes(seen)[-400:]!r}"
+        ready, _, _ = select.select([fd], [], [], left)
+        if ready:
+            data = os.read(fd, 65536)
+            assert data, f"stdout closed before {marker!r}"
+            seen += data
+
+
+def _live(args: list[str], steps: list[tuple[bytes, bytes]], last: bytes) -> bytes:
+    """Write each input, wait for its marker on stdout, then write the next."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "responses_stream", *args],
+        cwd=GENERATED,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    seen = bytearray()
+    try:
+        for data, marker in steps:
+            proc.stdin.write(data)
+            proc.stdin.flush()
+            _read_until(proc, marker, seen)
+        proc.stdin.write(last)
+        proc.stdin.close()
+        seen += proc.stdout.read()
+        assert proc.wait(timeout=30) == 0, proc.stderr.read() if proc.stderr else b""
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    return bytes(seen)
+
+
+def test_from_chat_writes_each_event_before_the_next_input_line() -> None:
+    steps = [(_chat_line({"role": "assistant", "content": ""}), b"event: response.in_progress")]
+    for text in ["Hel", "lo, ", "wor", "ld"]:
+        steps.append((_chat_line({"content": text}), b'"delta":' + json.dumps(text).encode()))
+    steps.append(
+        (
+            _chat_line({"tool_calls": [{"index": 0, "id": "call_1", "function": {"name": "f"}}]}),
+            b"event: response.output_item.done",  # the message closes
+        )
+    )
+    for args in ['{"a"', ": 1}"]:
+        fragment = {"index": 0, "function": {"arguments": args}}
+        steps.append(
+            (_chat_line({"tool_calls": [fragment]}), b'"delta":' + json.dumps(args).encode())
+        )
+    out = _live(["from-chat"], steps, _chat_line({}, "tool_calls") + b"data: [DONE]\n\n")
+    assert _last_event(out) == "response.completed"
+
+
+def test_to_chat_writes_each_chunk_before_the_next_input_event() -> None:
+    frames = [f + b"\n\n" for f in VALID_RESPONSES.split(b"\n\n") if f.strip()]
+    steps = []
+    for frame in frames[:-1]:
+        data = json.loads(frame.split(b"data: ", 1)[1])
+        if data["type"] == "response.output_text.delta":
+            text = json.dumps(data["delta"], ensure_ascii=False)
+            steps.append((frame, b'"content":' + text.encode()))
+        else:
+            steps.append((frame, b""))
+    assert any(marker for _, marker in steps), "the reference stream has text deltas"
+    out = _live(["to-chat"], steps, frames[-1])
+    assert out.endswith(b"data: [DONE]\n\n")

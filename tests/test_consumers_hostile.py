@@ -675,3 +675,23 @@ def test_a_failed_response_may_leave_out_what_it_streamed() -> None:
     s[-1]["response"]["status"] = "completed"
     with pytest.raises(AccumulateError):
         ResponseAccumulator().feed_all(s)
+
+
+def test_events_in_the_same_read_before_an_over_cap_line_are_kept() -> None:
+    """One read holds a whole event, then a line over the cap: the event still counts."""
+    s = recording(TEXT)
+    first = f"data: {json.dumps(s[0])}\n\n".encode()
+    cap = len(first) + 10
+    read = first + b"data: " + b"x" * (2 * cap) + b"\n"
+    got = []
+    with pytest.raises(SSELimitError):
+        for message in parse_sse([read], max_line_bytes=cap, max_event_bytes=None):
+            got.append(json.loads(message.data)["type"])
+    assert got == ["response.created"]
+    v = StreamValidator()
+    v.feed_sse([read], max_line_bytes=cap, max_event_bytes=None)
+    found = v.finish()
+    # the limit is the second input the validator saw: response.created came first
+    assert [x.index for x in found if x.rule == "SSE_LIMIT"] == [1], found
+    chat = b"".join(chat_sse_from_sse([read], max_line_bytes=cap, max_event_bytes=None))
+    assert b"sse_limit_exceeded" in chat and chat.endswith(b"data: [DONE]\n\n")

@@ -91,6 +91,9 @@ class GeneralPath(ChatToResponses):
     def _plain_text(self, chunk: Any) -> str | None:
         return None
 
+    def _live_args(self, chunk: Any) -> Any:
+        return None
+
 
 def _chunk(choices: list[Any] | None = None, **extra: Any) -> dict[str, Any]:
     return {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m"} | {

@@ -48,25 +48,9 @@ EMITTER_MUTATIONS = {
         "test_item_message.py",
     ),
     "sequence_number_reused": (
-        "sequence_number=next(seq),\n                item_id=self.item_id,\n"
-        "                output_index=self.output_index,\n                delta=delta,\n"
-        "            )\n        )\n        return events\n\n    def done",
-        "sequence_number=0,\n                item_id=self.item_id,\n"
-        "                output_index=self.output_index,\n                delta=delta,\n"
-        "            )\n        )\n        return events\n\n    def done",
+        "m.ResponseCustomToolCallInputDeltaEvent(\n                sequence_number=next(seq),",
+        "m.ResponseCustomToolCallInputDeltaEvent(\n                sequence_number=0,",
         "test_item_custom_tool_call.py",
-    ),
-    "done_text_drops_first_delta": (
-        "arguments=self._acc_arguments.value(),",
-        "arguments=self._acc_arguments.value()[1:],",
-        "test_item_function_call.py",
-    ),
-    "wrong_item_id": (
-        "item_id=self.item_id,\n                output_index=self.output_index,\n"
-        "                content_index=p.index,\n                delta=delta,",
-        'item_id="msg_other",\n                output_index=self.output_index,\n'
-        "                content_index=p.index,\n                delta=delta,",
-        "test_item_message.py",
     ),
 }
 
@@ -74,6 +58,24 @@ EMITTER_MUTATIONS = {
 # (dialect, class, method, old, new, test module): ``old`` is replaced by ``new``
 # everywhere inside that one method of the generated emitters.
 METHOD_MUTATIONS = {
+    # The done event's arguments lose the first character of the deltas.
+    "done_text_drops_first_delta": (
+        "openai",
+        "FunctionCallEmitter",
+        "done",
+        "arguments=self._acc_arguments.value()",
+        "arguments=self._acc_arguments.value()[1:]",
+        "test_item_function_call.py",
+    ),
+    # A text delta names another item.
+    "wrong_item_id": (
+        "openai",
+        "MessageEmitter",
+        "output_text_delta",
+        "item_id=self.item_id",
+        'item_id="msg_other"',
+        "test_item_message.py",
+    ),
     # LiteLLM's shape: the closing events of a tool call say output_index 0.
     "function_call_done_output_index_zero": (
         "openai",
@@ -182,7 +184,8 @@ def test_emitter_mutation_fails_generated_tests(name: str, tmp_path: Path) -> No
     shutil.copytree(ROOT / "generated", out, ignore=shutil.ignore_patterns("__pycache__"))
     path = out / EMITTERS
     text = path.read_text()
-    assert old in text, f"mutation anchor for {name} not found"
+    # exactly once, so the mutant is where its test module looks
+    assert text.count(old) == 1, f"mutation anchor for {name} not found once"
     path.write_text(text.replace(old, new, 1))
     _assert_fails(_run_tests(out, module))
 

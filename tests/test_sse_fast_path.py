@@ -43,6 +43,49 @@ def test_fast_path_bytes_equal_typed_path(
     assert done == getattr(fast, method.replace("_delta", "_done"))()
 
 
+# (item type, its fields, how to reach a state that takes deltas): the item-level twins
+ITEM_CASES = [
+    ("function_call", {"call_id": "call_1", "name": "f"}, []),
+    ("custom_tool_call", {"call_id": "call_1", "name": "f"}, []),
+    ("mcp_call", {"server_label": "s", "name": "f"}, []),
+    ("code_interpreter_call", {"container_id": "c"}, []),
+]
+
+
+def _open_item(dialect: rs.Dialect, item_type: str, fields: dict[str, Any], path: list[str]) -> Any:
+    r = dialect.emitter(ids=CountingIds(), model="m", created_at=1)
+    r.created()
+    r.in_progress()
+    item = getattr(r, item_type)(**fields)
+    item.open()
+    for step in path:
+        getattr(item, step)()
+    return item
+
+
+@pytest.mark.parametrize("dialect", sorted(rs.DIALECTS))
+@pytest.mark.parametrize(("item_type", "fields", "path"), ITEM_CASES)
+def test_item_delta_fast_path_bytes_equal_typed_path(
+    dialect: str, item_type: str, fields: dict[str, Any], path: list[str]
+) -> None:
+    d = rs.DIALECTS[dialect]
+    typed, fast = (_open_item(d, item_type, fields, path) for _ in range(2))
+    enc = d.encoder()
+    for delta in ['{"a": "q\n', "✓", '"}']:
+        expected = b"".join(enc.encode(e) for e in typed.delta(delta))
+        assert fast.delta_sse(delta) == expected
+    assert typed.snapshot() == fast.snapshot()
+
+
+def test_item_delta_fast_path_checks_the_state_machine() -> None:
+    r = rs.openai.ResponseEmitter(ids=CountingIds(), model="m")
+    r.created()
+    r.in_progress()
+    call = r.function_call(call_id="c", name="f")
+    with pytest.raises(rs.TransitionError):
+        call.delta_sse("too early")
+
+
 def test_fast_path_checks_the_state_machine() -> None:
     r = rs.openai.ResponseEmitter(ids=CountingIds(), model="m")
     r.created()

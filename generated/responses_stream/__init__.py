@@ -38,6 +38,7 @@ from ._runtime.sse_parse import (
 from ._runtime.to_chat import (
     ResponsesToChat,
     achat_sse_from_responses,
+    achat_sse_from_sse,
     chat_chunks_from_responses,
     chat_sse_from_responses,
     chat_sse_from_sse,
@@ -108,6 +109,7 @@ __all__ = [
     "Violation",
     "__version__",
     "achat_sse_from_responses",
+    "achat_sse_from_sse",
     "aevents_from_chat",
     "aparse_sse",
     "asse_from_chat",

@@ -121,6 +121,7 @@ from .sse_parse import (
     join_surrogates,
     replace_surrogates,
 )
+from .stream import TextAcc
 
 ReasoningMode = Literal["reasoning_content", "reasoning", "think", "omit"]
 HostedMode = Literal["omit", "content"]
@@ -137,8 +138,14 @@ TEXT_DELTA = "response.output_text.delta"
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 _dumps_str: Callable[[str], str] = encode_basestring  # the same, for one str
 _decode = msgspec.json.Decoder().decode
-# A chunk whose delta is {"content": ""}: where its JSON is cut to splice in other text.
-_CONTENT_MARK = '"content":""}'
+# The deltas feed_sse splices into pre-encoded chunk JSON, by catalogue event name.
+_SPLICED: dict[str, str] = {
+    TEXT_DELTA: "text",
+    "response.reasoning_text.delta": "reasoning",
+    "response.reasoning_summary_text.delta": "summary",
+    "response.function_call_arguments.delta": "args",
+    "response.custom_tool_call_input.delta": "args",
+}
 
 _log = logging.getLogger(__name__)
 # the encoder for an action call's arguments (tolerates values that are not JSON types)
@@ -247,7 +254,7 @@ class _Call:
     index: int
     call_id: str
     name: str
-    sent: list[str] = field(default_factory=list)
+    sent: TextAcc = field(default_factory=TextAcc)
 
 
 class ResponsesToChat:
@@ -288,7 +295,8 @@ class ResponsesToChat:
         self.index_keys: dict[int, str] = {}  # output_index -> item key
         self.calls: dict[str, _Call] = {}  # item key -> client tool call
         self.finished: set[str] = set()  # item keys whose output_item.done came
-        self.sent: dict[tuple[str, str, int], list[str]] = {}  # (channel, item key, part) -> text
+        # (channel, item key, part) -> the text sent, compacted as it grows (see TextAcc)
+        self.sent: dict[tuple[str, str, int], TextAcc] = {}
         self.role_sent = False
         self.thinking = False
         self.reasoning_part: tuple[str, str, int] | None = None
@@ -298,10 +306,9 @@ class ResponsesToChat:
         # per text part or tool call: a high surrogate whose low half may be in the next delta
         self._held: dict[tuple[str, str, int], str] = {}
         self._warned: set[str] = set()
-        # feed_sse's text fast path: the JSON of a content chunk around its text, and the
-        # envelope (id, created, model, include_usage) it was made for.
-        self._content_frame: tuple[bytes, bytes] = (b"", b"")
-        self._content_frame_for: tuple[Any, ...] | None = None
+        # feed_sse's fast path: per (field, tool index), the envelope (id, created, model,
+        # include_usage) and the JSON of a chunk before and after its text.
+        self._splices: dict[tuple[str, int], tuple[tuple[Any, ...], bytes, bytes]] = {}
         self._handlers: dict[str, Callable[[Mapping[str, Any]], list[dict[str, Any]]]] = {
             "response.output_item.added": self._item_added,
             "response.output_item.done": self._item_done,
@@ -359,31 +366,69 @@ class ResponsesToChat:
         else:
             event = payload
         if type(event) is dict and self.role_sent and not self.thinking and "response" not in event:
-            kind = event.get("type")
-            if type(kind) is str and self.event_names.get(kind, kind) == TEXT_DELTA:
-                # _text_delta("text", event), inlined, with the chunk spliced into bytes
-                text = event.get("delta")
-                if not isinstance(text, str) or not text:
-                    return []
-                if self._held or has_surrogate(text):
-                    return [_frame(chunk) for chunk in self._route(event)]
-                key = event.get("item_id")
-                if type(key) is not str or key not in self.kinds:
-                    key = self._event_key(event)
-                index = event.get("content_index")
-                part = ("text", key, index if isinstance(index, int) else 0)
-                sent = self.sent.get(part)
-                if sent is None:
-                    self.sent[part] = [text]
-                else:
-                    sent.append(text)
-                envelope = (self.id, self.created, self.model, self.include_usage)
-                if envelope == self._content_frame_for:
-                    head, tail = self._content_frame
-                else:
-                    head, tail = self._new_content_frame()
-                return [head + _dumps_str(text).encode() + tail]
+            frame = self._spliced_delta(event)
+            if frame is not None:
+                return frame
         return [_frame(chunk) for chunk in self._route(event)]
+
+    def _spliced_delta(self, event: dict[str, Any]) -> list[bytes] | None:
+        """The frames of a text, reasoning or arguments delta that only continues what was
+        sent (role sent, no think block, nothing held), spliced from pre-encoded JSON; None
+        for anything else (the general path)."""
+        kind = event.get("type")
+        if type(kind) is not str:
+            return None
+        name = self.event_names.get(kind, kind)
+        channel = _SPLICED.get(name)
+        if channel is None:
+            return None
+        text = event.get("delta")
+        if not isinstance(text, str) or not text:
+            return [] if channel != "args" else None  # as _send_text: nothing to send
+        if self._held or has_surrogate(text):
+            return None
+        key = event.get("item_id")
+        if type(key) is not str or key not in self.kinds:
+            key = self._event_key(event)
+        if channel == "args":
+            call = self.calls.get(key)
+            if call is None:
+                return None
+            call.sent.add(text)
+            return [self._splice("args", text, call.index)]
+        index = event.get("summary_index" if channel == "summary" else "content_index")
+        part = (channel, key, index if isinstance(index, int) else 0)
+        if channel != "text":  # reasoning: a separator or a think block leaves the fast path
+            if (
+                self.reasoning not in ("reasoning_content", "reasoning")
+                or self.reasoning_part != part
+                or self.reasoning_pending_separator
+            ):
+                return None
+        sent = self.sent.get(part)
+        if sent is None:
+            sent = self.sent[part] = TextAcc()
+        sent.add(text)
+        return [self._splice("content" if channel == "text" else self.reasoning, text)]
+
+    def _splice(self, field: str, text: str, index: int = 0) -> bytes:
+        """The frame of a chunk whose delta is ``text`` in ``field`` (``args``: the
+        arguments of tool call ``index``), from the chunk's JSON made once per envelope."""
+        envelope = (self.id, self.created, self.model, self.include_usage)
+        cached = self._splices.get((field, index))
+        if cached is None or cached[0] != envelope:
+            if field == "args":
+                delta: dict[str, Any] = {
+                    "tool_calls": [{"index": index, "function": {"arguments": ""}}]
+                }
+                mark = '"arguments":""'
+            else:
+                delta, mark = {field: ""}, f'{_dumps_str(field)}:""'
+            js = _dumps(self._chunk(delta))
+            cut = js.rindex(mark) + len(mark) - 2
+            cached = (envelope, b"data: " + _utf8(js[:cut]), _utf8(js[cut + 2 :]) + b"\n\n")
+            self._splices[(field, index)] = cached
+        return cached[1] + _dumps_str(text).encode() + cached[2]
 
     def _parse(self, payload: str | bytes) -> Mapping[str, Any] | list[dict[str, Any]]:
         """A text payload's event, or the chunks it makes instead (none for ``[DONE]``)."""
@@ -417,14 +462,6 @@ class ResponsesToChat:
         self._warned.add(code)
         self.warnings.append(message)
         _log.warning("to-chat: %s", message)
-
-    def _new_content_frame(self) -> tuple[bytes, bytes]:
-        """The frame of a content chunk (role sent, no finish) before and after its text."""
-        js = _dumps(self._chunk({"content": ""}))
-        cut = js.rindex(_CONTENT_MARK) + len('"content":')
-        self._content_frame = (b"data: " + _utf8(js[:cut]), _utf8(js[cut + 2 :]) + b"\n\n")
-        self._content_frame_for = (self.id, self.created, self.model, self.include_usage)
-        return self._content_frame
 
     def close(self) -> list[dict[str, Any]]:
         """End the stream; without a terminal event it finishes with ``length``."""
@@ -564,14 +601,14 @@ class ResponsesToChat:
                 out += self._open_call(key, item)
             call = self.calls[key]
             out += self._send_args(
-                key, _missing("".join(call.sent), _str(item.get(CLIENT_CALLS[kind])))
+                key, _missing(call.sent.value(), _str(item.get(CLIENT_CALLS[kind])))
             )
         elif kind in ACTION_CALLS and (key in self.calls or is_client_action(kind, item)):
             if key not in self.calls:
                 out += self._open_call(key, item, ACTION_CALLS[kind])
             call = self.calls[key]
             arguments = _dumps_args(action_arguments(kind, item))
-            out += self._send_args(key, _missing("".join(call.sent), arguments))
+            out += self._send_args(key, _missing(call.sent.value(), arguments))
         elif kind == "message":
             for i, part in enumerate(_list(item.get("content"))):
                 part = _mapping(part)
@@ -605,13 +642,17 @@ class ResponsesToChat:
     ) -> list[dict[str, Any]]:
         part = self._part_of(channel, payload)
         return self._send_text(
-            part, _missing("".join(self.sent.get(part, [])), _str(payload.get(attr)))
+            part, _missing(self._sent_text(part), _str(payload.get(attr)))
         ) + self._flush(part)
 
     def _text_full(self, channel: str, key: str, index: int, full: str) -> list[dict[str, Any]]:
         part = (channel, key, index)
-        missing = _missing("".join(self.sent.get(part, [])), full)
+        missing = _missing(self._sent_text(part), full)
         return self._send_text(part, missing) + self._flush(part)
+
+    def _sent_text(self, part: tuple[str, str, int]) -> str:
+        sent = self.sent.get(part)
+        return "" if sent is None else sent.value()
 
     def _clean(self, stream: tuple[str, str, int], text: str) -> str:
         """``text`` as it can be sent: surrogate pairs joined, even over two deltas; a high
@@ -653,7 +694,10 @@ class ResponsesToChat:
     def _send_text(self, part: tuple[str, str, int], text: str) -> list[dict[str, Any]]:
         if not text:
             return []
-        self.sent.setdefault(part, []).append(text)
+        sent = self.sent.get(part)
+        if sent is None:
+            sent = self.sent[part] = TextAcc()
+        sent.add(text)
         text = self._clean(part, text)
         if not text:
             return []
@@ -716,7 +760,7 @@ class ResponsesToChat:
         call = self.calls.get(key)
         if call is None or not text:
             return []
-        call.sent.append(text)
+        call.sent.add(text)
         text = self._clean(("args", key, 0), text)
         if not text:
             return []
@@ -735,7 +779,7 @@ class ResponsesToChat:
         call = self.calls.get(key)
         if call is None:
             return []
-        missing = _missing("".join(call.sent), _str(payload.get(attr)))
+        missing = _missing(call.sent.value(), _str(payload.get(attr)))
         return self._send_args(key, missing) + self._flush(("args", key, 0))
 
     # -- endings --------------------------------------------------------------
@@ -888,8 +932,12 @@ def chat_sse_from_sse(
             chunk = next(source, None)
             messages = parser.close() if chunk is None else parser.feed(chunk)
         except SSELimitError as exc:
-            for failed in conv.fail(str(exc), "sse_limit_exceeded"):
-                yield _frame(failed)
+            for message in exc.messages:  # what the chunk completed before the cap
+                if not conv.done:
+                    yield from conv.feed_sse(message.data)
+            if not conv.done:
+                for failed in conv.fail(str(exc), "sse_limit_exceeded"):
+                    yield _frame(failed)
             break
         for message in messages:
             yield from conv.feed_sse(message.data)
@@ -900,6 +948,73 @@ def chat_sse_from_sse(
     for end in conv.close():
         yield _frame(end)
     yield DONE_FRAME
+
+
+async def achat_sse_from_sse(
+    chunks: AsyncIterable[bytes],
+    *,
+    reasoning: ReasoningMode = "reasoning_content",
+    include_usage: bool = False,
+    dialect: Dialect | str = "openai",
+    hosted: HostedMode = "omit",
+    model: str | None = None,
+    max_line_bytes: int | None = DEFAULT_MAX_LINE_BYTES,
+    max_event_bytes: int | None = DEFAULT_MAX_EVENT_BYTES,
+) -> AsyncIterator[bytes]:
+    """``chat_sse_from_sse`` for an async source of SSE bytes (``aiter_bytes()``).
+
+    The bytes are parsed here, one read at a time, as ``chat_sse_from_sse`` parses them
+    (the same caps and the same error chunk over them).  A source that raises ends the
+    stream as in ``achat_sse_from_responses``; the source is closed (its ``aclose()``)
+    when the stream ends or is abandoned.
+    """
+    from .api import source_failure
+
+    conv = ResponsesToChat(
+        reasoning=reasoning,
+        include_usage=include_usage,
+        dialect=dialect,
+        hosted=hosted,
+        model=model,
+    )
+    parser = SSEParser(max_line_bytes=max_line_bytes, max_event_bytes=max_event_bytes)
+    source = aiter(chunks)
+    try:
+        while not conv.done:
+            try:
+                chunk: bytes | None = await anext(source)
+            except StopAsyncIteration:
+                chunk = None
+            except Exception as exc:
+                message, code = source_failure(exc)
+                for failed in conv._end_with_error(message, code):
+                    yield _frame(failed)
+                break
+            try:
+                messages = parser.close() if chunk is None else parser.feed(chunk)
+            except SSELimitError as exc:
+                for done in exc.messages:  # what the chunk completed before the cap
+                    if not conv.done:
+                        for frame in conv.feed_sse(done.data):
+                            yield frame
+                if not conv.done:
+                    for failed in conv.fail(str(exc), "sse_limit_exceeded"):
+                        yield _frame(failed)
+                break
+            for msg in messages:
+                for frame in conv.feed_sse(msg.data):
+                    yield frame
+                if conv.done:
+                    break
+            if chunk is None:
+                break
+        for end in conv.close():
+            yield _frame(end)
+        yield DONE_FRAME
+    finally:
+        aclose = getattr(source, "aclose", None)
+        if aclose is not None:
+            await aclose()
 
 
 async def achat_sse_from_responses(

@@ -73,19 +73,17 @@ def _payloads(parser: SSEParser, raw: bytes) -> list[str]:
     """The ``data:`` payloads of the events ``raw`` completes, fed to ``parser``.
 
     Input over the parser's caps ends the list with an ``InputFailure``; the events
-    completed before the line that went over are kept, since the feed is one line at a
-    time.  Payloads that do not start with ``{`` are ``DataPayload``: they stay payloads
-    if given back to a chat API.
+    completed before the line that went over are kept (``SSELimitError.messages``).
+    Payloads that do not start with ``{`` are ``DataPayload``: they stay payloads if
+    given back to a chat API.
     """
-    out: list[str] = []
     try:
-        # One line per feed: the events before a line over the caps are still given.
-        for line in raw.splitlines(keepends=True) if b"\n" in raw or b"\r" in raw else [raw]:
-            for message in parser.feed(line):
-                out.append(_payload(message.data))
+        messages = parser.feed(raw)
     except SSELimitError as exc:
+        out = [_payload(message.data) for message in exc.messages]
         out.append(InputFailure(f"the chat input is unreadable: {exc}", SSE_LIMIT_EXCEEDED))
-    return out
+        return out
+    return [m.data if m.data[:1] == "{" else DataPayload(m.data) for m in messages]
 
 
 def _close(parser: SSEParser) -> list[str]:
@@ -93,7 +91,9 @@ def _close(parser: SSEParser) -> list[str]:
     try:
         return [_payload(message.data) for message in parser.close()]
     except SSELimitError as exc:
-        return [InputFailure(f"the chat input is unreadable: {exc}", SSE_LIMIT_EXCEEDED)]
+        out = [_payload(message.data) for message in exc.messages]
+        out.append(InputFailure(f"the chat input is unreadable: {exc}", SSE_LIMIT_EXCEEDED))
+        return out
 
 
 def chat_data_lines(

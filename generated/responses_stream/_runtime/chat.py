@@ -84,7 +84,6 @@ EXTRA_FINISH_REASONS: dict[str, str] = {
     "insufficient_system_resource": "failed",  # DeepSeek
 }
 _decode = msgspec.json.Decoder().decode
-_PLAIN_ROUTE = ("message", "output_text")
 _HANDLED: Any = object()  # ``_parse`` dealt with the payload itself: nothing to feed
 
 
@@ -165,11 +164,11 @@ class ChatToResponses:
         # for the low half that may start the next delta.
         self._held = ""
         self._held_route: tuple[str, str] | None = None
-        # The fast path (``_plain_text``): the one field routed to a message's output_text,
-        # and the other delta keys whose presence needs the general path.
-        plain = [k for k, r in self.fields.items() if (r["item"], r["part"]) == _PLAIN_ROUTE]
-        self._plain_key: str | None = plain[0] if len(plain) == 1 else None
-        self._other_keys = tuple(k for k in self.fields if k != self._plain_key) + ("tool_calls",)
+        # The fast paths (``_plain_text``, ``_live_args``): where each routed field goes, the
+        # delta keys whose presence matters, and the open part's emitter methods.
+        self._routes = {k: (r["item"], r["part"]) for k, r in self.fields.items()}
+        self._delta_keys = (*self.fields, "tool_calls")
+        self._part_fast: tuple[ItemHandle, str | None, Any, Any] | None = None
 
     # -- input --------------------------------------------------------------
     def feed_data(self, data: str) -> None:
@@ -183,18 +182,20 @@ class ChatToResponses:
         if self.done:
             return
         text = self._plain_text(chunk)
-        if text is None:
-            self._feed_any(chunk)
+        if text is not None:
+            self.proc.out += self._part_methods()[2](text)
             return
-        item = self.item
-        assert item is not None
-        self.proc.out += item.emitter.output_text_delta(text)
+        live = self._live_args(chunk)
+        if live is not None:
+            self.proc.out += live[0].emitter.delta(live[1])
+            return
+        self._feed_any(chunk)
 
     # -- input, SSE out -----------------------------------------------------
     # Each is the same as feed_data/feed/end followed by ``proc.drain_sse()``: the SSE
     # frames of the events produced, then the dialect's closing frame once the stream has
-    # ended.  A plain text delta skips the event structs: the emitter's ``*_sse`` fast path
-    # makes the same bytes.
+    # ended.  A text delta for the open part, or an arguments fragment for the live tool
+    # call, skips the event structs: the emitter's ``*_sse`` fast path makes the same bytes.
     def feed_data_sse(self, data: str) -> list[bytes]:
         """``feed_data``, then the SSE frames of what it produced."""
         try:  # the usual chunk, parsed inline (see convert.loads); all else is left to _parse
@@ -204,24 +205,46 @@ class ChatToResponses:
         if chunk is _HANDLED:
             chunk = self._parse(data)
         if chunk is not _HANDLED:
-            text = self._plain_text(chunk)
-            if text is not None:
-                item = self.item
-                assert item is not None
-                return [item.emitter.output_text_delta_sse(text)]
-            self._feed_any(chunk)
+            return self._chunk_sse(chunk)
         return self.proc.drain_sse()
 
     def feed_sse(self, chunk: Any) -> list[bytes]:
         """``feed``, then the SSE frames of what it produced."""
         if not self.done:
-            text = self._plain_text(chunk)
-            if text is not None:
-                item = self.item
-                assert item is not None
-                return [item.emitter.output_text_delta_sse(text)]
-            self._feed_any(chunk)
+            return self._chunk_sse(chunk)
         return self.proc.drain_sse()
+
+    def _chunk_sse(self, chunk: Any) -> list[bytes]:
+        text = self._plain_text(chunk)
+        if text is not None:
+            fast = self._part_fast
+            if fast is None or fast[0] is not self.item or fast[1] != fast[0].part_kind:
+                fast = self._part_methods()
+            if fast[3] is not None:
+                return [fast[3](text)]
+            self.proc.out += fast[2](text)
+            return self.proc.drain_sse()
+        live = self._live_args(chunk)
+        if live is not None:
+            emitter = live[0].emitter
+            sse = getattr(emitter, "delta_sse", None)
+            if sse is not None:
+                return [sse(live[1])]
+            self.proc.out += emitter.delta(live[1])
+            return self.proc.drain_sse()
+        self._feed_any(chunk)
+        return self.proc.drain_sse()
+
+    def _part_methods(self) -> tuple[ItemHandle, str | None, Any, Any]:
+        """The open item, its part, the part's ``<part>_delta`` and its ``_sse`` twin (None
+        if it has none), kept for the next delta."""
+        item = self.item
+        assert item is not None
+        name = f"{item.part_kind}_delta"
+        emitter = item.emitter
+        fast = (item, item.part_kind, getattr(emitter, name), getattr(emitter, f"{name}_sse", None))
+        self._part_fast = fast
+        return fast
 
     def end_sse(self) -> list[bytes]:
         """``end``, then the SSE frames of what it produced."""
@@ -249,17 +272,10 @@ class ChatToResponses:
             self._fail(f"malformed chunk (not JSON): {exc}"[:1000])
             return _HANDLED
 
-    def _plain_text(self, chunk: Any) -> str | None:
-        """The text of a chunk that only continues the open output_text part, else None.
-
-        Such a chunk (the bulk of a stream) has one choice, index 0, a non-empty text in
-        the plain field, nothing else routed, no logprobs, usage or finish_reason, and
-        there are no tool calls or pending events: ``_feed`` would do nothing but send
-        the text to that part, which the caller does directly.  Anything else is None and
-        takes the general path.
-        """
-        item = self.item
-        if item is None or item.part_kind != "output_text" or type(chunk) is not dict:
+    def _delta_of(self, chunk: Any) -> Mapping[str, Any] | None:
+        """The delta of a chunk that has one choice, index 0, and nothing else to act on
+        (no finish_reason, logprobs or usage, no pending events, the stream not ended)."""
+        if type(chunk) is not dict:
             return None
         choices = chunk.get("choices")
         if type(choices) is not list or len(choices) != 1:
@@ -270,22 +286,64 @@ class ChatToResponses:
         delta = choice.get("delta")
         if type(delta) is not dict:
             return None
-        text = delta.get(self._plain_key)
-        if type(text) is not str or not text or self._held or has_surrogate(text):
-            return None
-        if len(delta) > 1:
-            for key in self._other_keys:
-                if delta.get(key) not in (None, ""):
-                    return None
         index = choice.get("index", 0)
         if (
             choice.get("finish_reason") is not None
             or choice.get("logprobs")
             or (index is not None and (type(index) is not int or index != 0))
             or chunk.get("usage") is not None
-            or self.calls
             or self.finish_reason is not None
-            or item.type != "message"
+            or self.proc.ended
+            or self.proc.out
+        ):
+            return None
+        return delta
+
+    def _plain_text(self, chunk: Any) -> str | None:
+        """The text of a chunk that only continues the open part, else None.
+
+        Such a chunk (the bulk of a stream) has one choice, index 0, a non-empty text in
+        one field routed to the open item's open part, nothing else routed, no logprobs,
+        usage or finish_reason, and there are no tool calls or pending events: ``_feed``
+        would do nothing but send the text to that part, which the caller does directly.
+        Anything else is None and takes the general path.
+        """
+        item = self.item
+        if item is None or item.part_kind is None or self.calls or self._held:
+            return None
+        if type(chunk) is not dict:
+            return None
+        choices = chunk.get("choices")
+        if type(choices) is not list or len(choices) != 1:
+            return None
+        choice = choices[0]
+        if type(choice) is not dict:
+            return None
+        delta = choice.get("delta")
+        if type(delta) is not dict:
+            return None
+        if len(delta) == 1:
+            key, text = next(iter(delta.items()))
+        else:
+            key = text = None
+            for k in self._delta_keys:
+                value = delta.get(k)
+                if value is not None and value != "":
+                    if key is not None:
+                        return None
+                    key, text = k, value
+        route = self._routes.get(key) if key is not None else None
+        if route is None or route[1] != item.part_kind or route[0] != item.type:
+            return None
+        if type(text) is not str or not text or has_surrogate(text):
+            return None
+        index = choice.get("index", 0)
+        if (
+            choice.get("finish_reason") is not None
+            or choice.get("logprobs")
+            or (index is not None and (type(index) is not int or index != 0))
+            or chunk.get("usage") is not None
+            or self.finish_reason is not None
             or item.emitter.closed  # ItemHandle.closed, one call less
             or self.proc.ended
             or self.proc.out
@@ -296,6 +354,49 @@ class ChatToResponses:
             return None  # the general path reports the limit
         item.chars = total
         return text
+
+    def _live_args(self, chunk: Any) -> tuple[ItemHandle, str] | None:
+        """The live tool call and the arguments of a chunk that only continues them.
+
+        Such a chunk has one choice as ``_plain_text`` says, no routed text, and one tool
+        call fragment: the live call's index, no id, no name, non-empty ``arguments``.
+        ``_tool_fragment`` would send them to the call's item, which the caller does.
+        """
+        call = self.live
+        if call is None or call.handle is None or call.closed or call.held:
+            return None
+        delta = self._delta_of(chunk)
+        if delta is None:
+            return None
+        calls = delta.get("tool_calls")
+        if type(calls) is not list or len(calls) != 1:
+            return None
+        if len(delta) > 1:
+            for key in self.fields:
+                if delta.get(key) not in (None, ""):
+                    return None
+        fragment = calls[0]
+        if type(fragment) is not dict:
+            return None
+        index = fragment.get("index")
+        fn = fragment.get("function")
+        if type(index) is not int or index != call.index or type(fn) is not dict:
+            return None
+        args = fn.get("arguments")
+        if (
+            fragment.get("id") not in (None, "")
+            or fn.get("name") not in (None, "")
+            or type(args) is not str
+            or not args
+            or has_surrogate(args)
+        ):
+            return None
+        handle = call.handle
+        total = handle.chars + len(args)
+        if handle.emitter.closed or total > self.proc.max_item_chars:
+            return None
+        handle.chars = total
+        return handle, args
 
     def end(self) -> None:
         """The input is over ([DONE] or end of stream)."""

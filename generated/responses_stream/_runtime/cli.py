@@ -24,16 +24,16 @@ option error is that line after the subcommand's usage).
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import os
 import sys
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from .api import chat_data_lines, sse_from_chat
+from .api import _close, _payloads, _setup
 from .errors import ProcessorError
+from .sse_parse import SSEParser
 from .to_chat import chat_sse_from_sse
 from .validate import ERROR, HYGIENE, RULES, StreamValidator
 from .version import __version__
@@ -54,6 +54,7 @@ INTERNAL = 70
 INTERRUPTED = 130
 BROKEN_PIPE = 141
 PROG = "python -m responses_stream"
+READ_SIZE = 65536  # the most one read takes; a pipe's read returns what is there
 
 
 class UsageError(Exception):
@@ -89,68 +90,96 @@ def _open(name: str) -> IO[bytes]:
     if name == "-":
         return sys.stdin.buffer
     try:
-        return open(name, "rb")  # closed by _read_lines
+        return open(name, "rb")  # closed by _read_blocks
     except OSError as exc:
         raise UsageError(f"cannot read {name}: {exc.strerror or exc}") from None
 
 
-def _lines(name: str) -> Iterator[bytes]:
-    """The lines of FILE (or stdin), as they come; opened now, so a missing file writes
-    nothing; a read error is a usage error too."""
-    return _read_lines(name, _open(name))
+class _Output:
+    """Frames for stdout, written together: before each read of the input and at the end.
+
+    A converter's output for one read of its input goes out in one write, so a file or
+    a busy pipe costs one write per block, and a live pipe whose writer pauses still sees
+    every event before the next read waits for more input.
+    """
+
+    def __init__(self) -> None:
+        self.out = sys.stdout.buffer
+        self.frames: list[bytes] = []
+
+    def flush(self) -> None:
+        frames = self.frames
+        if frames:
+            data = b"".join(frames)
+            frames.clear()  # the same list: callers append to it
+            self.out.write(data)
+            self.out.flush()
 
 
-def _read_lines(name: str, source: IO[bytes]) -> Iterator[bytes]:
+def _blocks(name: str, before_read: Callable[[], None] | None = None) -> Iterator[bytes]:
+    """The input of FILE (or stdin) as it comes: each read takes what is there, up to
+    ``READ_SIZE`` bytes.  Opened now, so a missing file writes nothing; a read error is a
+    usage error too.  ``before_read`` is called before each read (the output's flush)."""
+    return _read_blocks(name, _open(name), before_read)
+
+
+def _read_blocks(
+    name: str, source: IO[bytes], before_read: Callable[[], None] | None
+) -> Generator[bytes, None, None]:
+    read = getattr(source, "read1", source.read)
     try:
-        yield from source
-    except OSError as exc:
-        raise UsageError(f"cannot read {name}: {exc.strerror or exc}") from None
+        while True:
+            if before_read is not None:
+                before_read()
+            try:
+                block = read(READ_SIZE)
+            except OSError as exc:
+                raise UsageError(f"cannot read {name}: {exc.strerror or exc}") from None
+            if not block:
+                return
+            yield block
     finally:
         if source is not sys.stdin.buffer:
             source.close()
 
 
-class _Counted:
-    """An iterator that counts what passes through it."""
-
-    def __init__(self, items: Iterable[str]) -> None:
-        self._items = iter(items)
-        self.count = 0
-
-    def __iter__(self) -> Iterator[str]:
-        for item in self._items:
-            self.count += 1
-            yield item
-
-
 def cmd_from_chat(args: argparse.Namespace) -> int:
     request = _request(args.request)
     model = args.model or (request or {}).get("model")
-    chunks = _Counted(chat_data_lines(_lines(args.file)))
-    frames = sse_from_chat(chunks, dialect=args.dialect, request=request, model=model)
+    source = _open(args.file)  # a missing file is a usage error, and nothing is written
     try:  # the stream starts: the request is checked before anything is written
-        first = [next(frames)]
+        conv = _setup(args.dialect, request, model)
     except ProcessorError as exc:
         raise UsageError(f"--request: {exc}") from None
-    out = sys.stdout.buffer
-    failed = False
-    for frame in itertools.chain(first, frames):
-        failed = failed or b"event: response.failed\n" in frame
-        out.write(frame)
-        out.flush()
-    if chunks.count == 0:
+    output = _Output()
+    frames = output.frames
+    frames += conv.proc.drain_sse()
+    feed = conv.feed_data_sse
+    parser = SSEParser()
+    chunks = 0
+    blocks = _read_blocks(args.file, source, output.flush)
+    for block in blocks:  # every chat data: payload, as chat_data_lines reads them
+        for payload in _payloads(parser, block):
+            chunks += 1
+            frames += feed(payload)
+            if conv.done:
+                break
+        if conv.done:
+            blocks.close()
+            break
+    else:
+        for payload in _close(parser):
+            chunks += 1
+            frames += feed(payload)
+        frames += conv.end_sse()
+    output.flush()
+    if chunks == 0:
         print(
             f"{_prog()} from-chat: the input holds no chat chunk (empty, or not SSE)",
             file=sys.stderr,
         )
         return USAGE
-    return FAILED if failed else OK
-
-
-def _read(name: str) -> bytes:
-    if name == "-":
-        return sys.stdin.buffer.read()
-    return Path(name).read_bytes()
+    return FAILED if conv.proc.response.fields.get("status") == "failed" else OK
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -163,12 +192,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
         return 0
     if args.file is None:
         raise UsageError("validate: give a FILE, or - for stdin")
-    try:
-        data = _read(args.file)
-    except OSError as exc:
-        raise UsageError(f"cannot read {args.file}: {exc.strerror or exc}") from None
+    blocks = _blocks(args.file)  # read as it comes: memory does not grow with the file
     validator = StreamValidator(args.dialect, strict=args.strict)
-    validator.feed_sse([data])  # a line or event over the parser's caps is SSE_LIMIT
+    validator.feed_sse(blocks)  # a line or event over the parser's caps is SSE_LIMIT
     violations = validator.finish()
     errors = [v for v in violations if v.severity == ERROR]
     if args.json:
@@ -193,17 +219,19 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_to_chat(args: argparse.Namespace) -> int:
-    out = sys.stdout.buffer
+    output = _Output()
+    frames = output.frames
     failed = False
     for frame in chat_sse_from_sse(  # input over the parser's caps ends with an error chunk
-        _lines(args.file),
+        _blocks(args.file, output.flush),
         reasoning=REASONING_MODES[args.reasoning],  # type: ignore[arg-type]
         include_usage=args.include_usage,
         dialect=args.dialect,
     ):
-        failed = failed or frame.startswith(b'data: {"error"')
-        out.write(frame)
-        out.flush()
+        if frame.startswith(b'data: {"error"'):
+            failed = True
+        frames.append(frame)
+    output.flush()
     return FAILED if failed else OK
 
 

@@ -17,8 +17,7 @@ from __future__ import annotations
 import codecs
 import re
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from .convert import loads
 
@@ -81,9 +80,12 @@ def replace_surrogates(text: str) -> str:
     return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
 
 
-@dataclass(frozen=True, slots=True)
-class SSEMessage:
-    """One dispatched event: its ``event:`` name (None if absent), data and last event id."""
+class SSEMessage(NamedTuple):
+    """One dispatched event: its ``event:`` name (None if absent), data and last event id.
+
+    Immutable and cheap to make (the parser makes one per event); two messages are equal
+    when their fields are.
+    """
 
     event: str | None
     data: str
@@ -97,6 +99,9 @@ class SSEMessage:
     def json(self) -> Any:
         """The data parsed as JSON (raises ``json.JSONDecodeError``)."""
         return loads(self.data)
+
+
+_message = tuple.__new__  # SSEMessage(event, data, id) without the keyword handling
 
 
 class SSEDecodeError(ValueError):
@@ -117,13 +122,16 @@ class SSELimitError(ValueError):
 
     ``limit`` is ``"max_line_bytes"`` or ``"max_event_bytes"``, ``value`` the cap and
     ``size`` the size reached (UTF-8 bytes, at least ``value + 1``).  The parser has
-    dropped what it held and starts afresh; the stream itself is broken.
+    dropped what it held and starts afresh; the stream itself is broken.  ``messages``
+    are the events the failing ``feed`` or ``close`` completed before the line that went
+    over (the lines before it are read, as if they had been fed on their own).
     """
 
     def __init__(self, limit: str, value: int, size: int) -> None:
         self.limit = limit
         self.value = value
         self.size = size
+        self.messages: list[SSEMessage] = []
         what = "a line" if limit == "max_line_bytes" else "an event's data"
         super().__init__(f"SSE input: {what} exceeds {limit}={value} ({size} bytes or more)")
 
@@ -190,17 +198,25 @@ class SSEParser:
     def feed(self, data: bytes) -> list[SSEMessage]:
         """Parse one chunk; return the messages it completes."""
         out: list[SSEMessage] = []
-        self._text(self._decoder.decode(data), out)
+        try:
+            self._text(self._decoder.decode(data), out)
+        except SSELimitError as exc:
+            exc.messages = out
+            raise
         return out
 
     def close(self) -> list[SSEMessage]:
         """End the stream: flush the decoder and a last unterminated line and event."""
         out: list[SSEMessage] = []
-        self._text(self._decoder.decode(b"", True), out)
-        if self._pending:
-            tail = "".join(self._pending)
-            self._pending = []
-            self._lines([tail], out)
+        try:
+            self._text(self._decoder.decode(b"", True), out)
+            if self._pending:
+                tail = "".join(self._pending)
+                self._pending = []
+                self._lines([tail], out)
+        except SSELimitError as exc:
+            exc.messages = out
+            raise
         self._dispatch(out)
         self._reset()
         return out
@@ -228,9 +244,35 @@ class SSEParser:
         if "\r" in text:
             self._skip_lf = text[-1] == "\r"
             text = text.replace("\r\n", "\n").replace("\r", "\n")
-        lines = text.split("\n")
-        tail = lines.pop()
-        self._lines(lines, out)
+        # Whole events at a time: the text up to its last line end, cut at blank lines.
+        # An event that is one data line (the usual one) is dispatched as it is; any
+        # other goes line by line.  The text after the last line end waits for more.
+        cut = text.rindex("\n")
+        tail = text[cut + 1 :]
+        body = text[:cut]
+        ended = body[-1:] == "\n"  # the text ends with a blank line
+        if ended:
+            body = body[:-1]
+        events = body.split("\n\n")
+        last = None if ended else events.pop()
+        caps = [c for c in (self.max_line_bytes, self.max_event_bytes) if c is not None]
+        small = min(caps) // 4 if caps else len(body)  # a UTF-8 character is at most 4 bytes
+        for event in events:
+            if len(event) <= small and not self._data and self._event is None:
+                if event[:6] == "data: " and "\n" not in event:
+                    out.append(_message(SSEMessage, (None, event[6:], self._id)))
+                    continue
+                if event[:7] == "event: ":  # a named event: its name line, one data line
+                    nl = event.find("\n")
+                    if event[nl + 1 : nl + 7] == "data: " and event.find("\n", nl + 1) < 0:
+                        name = event[7:nl] if nl > 0 else ""
+                        data = event[nl + 7 :]
+                        out.append(_message(SSEMessage, (name or None, data, self._id)))
+                        continue
+            self._lines(event.split("\n"), out)
+            self._dispatch(out)
+        if last is not None:
+            self._lines(last.split("\n"), out)
         if tail:
             self._hold(tail)
 
@@ -274,7 +316,7 @@ class SSEParser:
 
     def _dispatch(self, out: list[SSEMessage]) -> None:
         if self._data:
-            out.append(SSEMessage(self._event or None, "\n".join(self._data), self._id))
+            out.append(_message(SSEMessage, (self._event or None, "\n".join(self._data), self._id)))
             self._data = []
             self._data_size = 0
         self._event = None
@@ -291,9 +333,13 @@ def parse_sse(
     Raises :class:`SSELimitError` when the stream goes over a cap (see :class:`SSEParser`).
     """
     parser = SSEParser(max_line_bytes=max_line_bytes, max_event_bytes=max_event_bytes)
-    for chunk in chunks:
-        yield from parser.feed(chunk)
-    yield from parser.close()
+    try:
+        for chunk in chunks:
+            yield from parser.feed(chunk)
+        yield from parser.close()
+    except SSELimitError as exc:
+        yield from exc.messages  # the events the chunk completed before the cap
+        raise
 
 
 async def aparse_sse(
@@ -304,11 +350,16 @@ async def aparse_sse(
 ) -> AsyncIterator[SSEMessage]:
     """The messages of an event stream given as async byte chunks (caps as in ``parse_sse``)."""
     parser = SSEParser(max_line_bytes=max_line_bytes, max_event_bytes=max_event_bytes)
-    async for chunk in chunks:
-        for message in parser.feed(chunk):
+    try:
+        async for chunk in chunks:
+            for message in parser.feed(chunk):
+                yield message
+        for message in parser.close():
             yield message
-    for message in parser.close():
-        yield message
+    except SSELimitError as exc:
+        for message in exc.messages:  # the events the chunk completed before the cap
+            yield message
+        raise
 
 
 def iter_payloads(messages: Iterable[SSEMessage]) -> Iterator[tuple[SSEMessage, dict[str, Any]]]:

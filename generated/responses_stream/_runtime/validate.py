@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, TypeGuard
 
 import msgspec
+import msgspec.inspect as mi
 
 from .dialect import Dialect
 from .processor import get_dialect
@@ -31,6 +32,7 @@ from .sse_parse import (
     parse_sse,
     replace_surrogates,
 )
+from .stream import TextAcc
 
 ERROR = "error"
 WARNING = "warning"
@@ -166,14 +168,32 @@ class Violation:
 Config = tuple[str, tuple[str, ...]]  # (state, events still to come from the transition)
 
 
+Configs = frozenset[Config]
+# Per machine table: (table, {(configs, event): next configs}); every run of a table
+# shares it, so each step is computed once per stream shape, then looked up.
+_STEPS: dict[int, tuple[Mapping[str, Any], dict[tuple[Configs, str], Configs]]] = {}
+
+
+def _steps_of(table: Mapping[str, Any]) -> dict[tuple[Configs, str], Configs]:
+    entry = _STEPS.get(id(table))
+    if entry is None or entry[0] is not table:
+        if len(_STEPS) >= 256:  # tables made on the fly: keep the cache bounded
+            _STEPS.clear()
+        entry = _STEPS[id(table)] = (table, {})
+    return entry[1]
+
+
 class _Machine:
     """Nondeterministic run of a spec machine over the events it emits."""
 
+    __slots__ = ("configs", "table", "_steps")
+
     def __init__(self, table: Mapping[str, Any]) -> None:
         self.table = table
-        self.configs: set[Config] = {(table["initial"], ())}
+        self.configs: Configs = frozenset({(table["initial"], ())})
+        self._steps = _steps_of(table)
 
-    def _closure(self, configs: set[Config]) -> set[Config]:
+    def _closure(self, configs: Configs) -> set[Config]:
         out = set(configs)
         todo = [c for c in configs if not c[1]]
         while todo:
@@ -185,17 +205,25 @@ class _Machine:
                     todo.append((target, ()))
         return out
 
+    def _next(self, event: str) -> Configs:
+        key = (self.configs, event)
+        nxt = self._steps.get(key)
+        if nxt is None:
+            found: set[Config] = set()
+            for state, rest in self._closure(self.configs):
+                if rest:
+                    if rest[0] == event:
+                        found.add((state, rest[1:]))
+                    continue
+                for name, target in self.table["states"].get(state, {}).items():
+                    emits = self.table["transitions"][name]["emits_from"][state]
+                    if emits and emits[0] == event:
+                        found.add((target, tuple(emits[1:])))
+            nxt = self._steps[key] = frozenset(found)
+        return nxt
+
     def step(self, event: str) -> bool:
-        nxt: set[Config] = set()
-        for state, rest in self._closure(self.configs):
-            if rest:
-                if rest[0] == event:
-                    nxt.add((state, rest[1:]))
-                continue
-            for name, target in self.table["states"].get(state, {}).items():
-                emits = self.table["transitions"][name]["emits_from"][state]
-                if emits and emits[0] == event:
-                    nxt.add((target, tuple(emits[1:])))
+        nxt = self._next(event)
         if not nxt:
             return False
         self.configs = nxt
@@ -203,10 +231,7 @@ class _Machine:
 
     def expects(self, event: str) -> bool:
         """Whether ``event`` could come next."""
-        saved = self.configs
-        ok = self.step(event)
-        self.configs = saved
-        return ok
+        return bool(self._next(event))
 
     @property
     def finished(self) -> bool:
@@ -219,6 +244,73 @@ class _Machine:
     @property
     def states(self) -> set[str]:
         return {s for s, _ in self.configs}
+
+    def in_state(self, name: str) -> bool:
+        """Whether ``name`` is one of the states the run may be in."""
+        for state, _ in self.configs:
+            if state == name:
+                return True
+        return False
+
+
+class _LegacyFields:
+    """Where a payload's LEGACY fields can be: for each Struct class, its own legacy
+    fields and the fields whose types can lead to a class that has some.
+
+    Computed once per class from the models' types, so checking an event walks only the
+    parts of it where a legacy field can be (none, for most events).
+    """
+
+    def __init__(self, legacy: Mapping[str, list[str]]) -> None:
+        self.legacy = legacy
+        self._reaches: dict[type, bool] = {}
+        self._walk: dict[type, tuple[str, ...]] = {}
+
+    def own(self, cls: type) -> list[str]:
+        return self.legacy.get(cls.__name__, [])
+
+    def walk(self, cls: type) -> tuple[str, ...]:
+        """The fields of ``cls`` to look into."""
+        fields = self._walk.get(cls)
+        if fields is None:
+            try:
+                info = mi.type_info(cls)
+                assert isinstance(info, mi.StructType)
+                fields = tuple(
+                    f.name
+                    for f in info.fields
+                    if any(self.reaches(c) for c in _struct_classes(f.type))
+                )
+            except Exception:  # a type inspect cannot read: look everywhere, as before
+                fields = tuple(getattr(cls, "__struct_fields__", ()))
+            self._walk[cls] = fields
+        return fields
+
+    def reaches(self, cls: type) -> bool:
+        """Whether a value of ``cls`` can hold a legacy field."""
+        found = self._reaches.get(cls)
+        if found is None:
+            self._reaches[cls] = False  # a class that holds itself: no answer from there
+            found = bool(self.own(cls)) or bool(self.walk(cls))
+            self._reaches[cls] = found
+        return found
+
+
+def _struct_classes(t: Any) -> list[type]:
+    """The Struct classes a field of inspected type ``t`` can hold (not looking inside)."""
+    if isinstance(t, mi.StructType):
+        return [t.cls]
+    if isinstance(t, mi.UnionType):
+        return [c for member in t.types for c in _struct_classes(member)]
+    if isinstance(t, mi.ListType | mi.SetType | mi.FrozenSetType | mi.VarTupleType):
+        return _struct_classes(t.item_type)
+    if isinstance(t, mi.TupleType):
+        return [c for member in t.item_types for c in _struct_classes(member)]
+    if isinstance(t, mi.DictType):
+        return _struct_classes(t.value_type)
+    if isinstance(t, mi.Metadata):
+        return _struct_classes(t.type)
+    return []
 
 
 @dataclass
@@ -251,6 +343,8 @@ class StreamValidator:
         self.dialect = get_dialect(dialect)
         self.strict = strict
         self.legacy: Mapping[str, list[str]] = getattr(self.dialect.tables, "LEGACY", {})
+        self._legacy_fields = _legacy_fields(self.dialect, self.legacy)
+        self._raw: str | None = None  # the JSON text of the payload being checked, if known
         self.warned: set[tuple[str, str]] = set()
         t = self.dialect.tables
         self.items_table: Mapping[str, Any] = t.ITEMS
@@ -316,13 +410,22 @@ class StreamValidator:
             self._add("MALFORMED_JSON", f"data nests deeper than {MAX_NESTING} levels")
             return
         try:
-            payload = json.loads(data, parse_constant=_not_json)
-        except (ValueError, RecursionError) as exc:
-            self.index += 1
-            self.seq = None
-            self._add("MALFORMED_JSON", f"data is not JSON: {exc}")
-            return
-        self.feed(payload, event)
+            payload = _decode(data)
+            raw: str | None = data
+        except Exception:  # what msgspec refuses: json.loads decides (and words the error)
+            raw = None
+            try:
+                payload = json.loads(data, parse_constant=_not_json)
+            except (ValueError, RecursionError) as exc:
+                self.index += 1
+                self.seq = None
+                self._add("MALFORMED_JSON", f"data is not JSON: {exc}")
+                return
+        self._raw = raw
+        try:
+            self.feed(payload, event)
+        finally:
+            self._raw = None
 
     def feed(self, payload: Any, event: str | None = None) -> None:
         """One event payload (a parsed JSON object).  Never raises on any JSON value."""
@@ -334,8 +437,8 @@ class StreamValidator:
             self._add("MALFORMED_EVENT", "the payload is nested too deeply to check")
 
     def _feed(self, payload: Any, event: str | None) -> None:
-        if not isinstance(payload, Mapping) or not isinstance(payload.get("type"), str):
-            if isinstance(payload, Mapping) and "error" in payload:
+        if not _is_mapping(payload) or not isinstance(payload.get("type"), str):
+            if _is_mapping(payload) and "error" in payload:
                 self._add(
                     "BARE_ERROR",
                     "an error object without a type; send 'error' then 'response.failed'",
@@ -447,14 +550,17 @@ class StreamValidator:
         known = self._known_items(payload)
         if known is None:
             return
-        try:
-            text = json.dumps(known)
-        except (TypeError, ValueError) as exc:  # a payload given as objects, not JSON
-            self._add("MALFORMED_EVENT", f"{kind}: not a JSON value ({exc})")
-            return
-        if nesting_exceeds(text):
-            self._add("MALFORMED_EVENT", f"{kind}: nests deeper than {MAX_NESTING} levels")
-            return
+        if known is payload and self._raw is not None:
+            text = self._raw  # the payload's own JSON, its nesting already checked
+        else:
+            try:
+                text = json.dumps(known)
+            except (TypeError, ValueError) as exc:  # a payload given as objects, not JSON
+                self._add("MALFORMED_EVENT", f"{kind}: not a JSON value ({exc})")
+                return
+            if nesting_exceeds(text):
+                self._add("MALFORMED_EVENT", f"{kind}: nests deeper than {MAX_NESTING} levels")
+                return
         try:
             decoded = self.event_type.decode(text)
         except msgspec.ValidationError as exc:
@@ -495,7 +601,7 @@ class StreamValidator:
     def _known(self, item: Any) -> bool:
         """Whether the schema check covers ``item``: anything but an item whose type is a
         string the spec lacks (a type that is not a string is a schema error)."""
-        if not isinstance(item, Mapping):
+        if not _is_mapping(item):
             return True
         kind = item.get("type")
         return not isinstance(kind, str) or kind in self.item_kinds
@@ -508,7 +614,7 @@ class StreamValidator:
         if not self._known(payload.get("item")):
             return None
         response = payload.get("response")
-        if isinstance(response, Mapping) and isinstance(response.get("output"), list):
+        if _is_mapping(response) and isinstance(response.get("output"), list):
             output = response["output"]
             if not all(self._known(i) for i in output):
                 kept = [i for i in output if self._known(i)]
@@ -517,16 +623,17 @@ class StreamValidator:
 
     def _legacy(self, value: Any, path: str) -> None:
         if isinstance(value, msgspec.Struct):
-            cls = type(value).__name__
-            for fname in self.legacy.get(cls, ()):
+            cls = type(value)
+            fields = self._legacy_fields
+            for fname in fields.own(cls):
                 if getattr(value, fname, None) is msgspec.UNSET:
                     self._once(
                         "LEGACY_FIELD",
-                        f"{cls}.{fname}",
+                        f"{cls.__name__}.{fname}",
                         f"{path}.{fname} is missing: older streams leave it out, "
                         "the newest SDK requires it",
                     )
-            for fname in value.__struct_fields__:
+            for fname in fields.walk(cls):
                 self._legacy(getattr(value, fname), f"{path}.{fname}")
         elif isinstance(value, list):
             for i, v in enumerate(value[:64]):
@@ -604,7 +711,7 @@ class StreamValidator:
 
     # -- items ----------------------------------------------------------------
     def _in_items_state(self, kind: str) -> None:
-        if self.items_in not in self.envelope.states:
+        if not self.envelope.in_state(self.items_in):
             self._add(
                 "ITEM_OUTSIDE_RESPONSE",
                 f"{kind} before response.in_progress or after the response ended",
@@ -676,7 +783,7 @@ class StreamValidator:
             self._add("UNKNOWN_ITEM", f"{kind} for output_index {oi}, which was never added")
             return None
         item_id = payload.get("item_id")
-        if "item" in payload and isinstance(payload["item"], Mapping):
+        if "item" in payload and _is_mapping(payload["item"]):
             item_id = payload["item"].get("id")
         if item_id is not None and item_id != item.item_id:
             self._add(
@@ -723,7 +830,7 @@ class StreamValidator:
         table = self.items_table[item.type]
         for fname, spec in table["fields"].items():
             acc = spec.get("acc")
-            if acc and acc in item.accs and _text(done.get(fname)) != _text(item.accs[acc]):
+            if acc and acc in item.accs and _text(done.get(fname)) != _text(_value(item.accs[acc])):
                 self._add(
                     "DONE_TEXT_MISMATCH",
                     f"{item.type}.{fname} in output_item.done differs from the concatenated deltas",
@@ -807,7 +914,9 @@ class StreamValidator:
             done_part = dict(payload["part"])
             for fname, spec in table["fields"].items():
                 acc = spec["acc"]
-                if acc in part.accs and _text(done_part.get(fname)) != _text(part.accs[acc]):
+                if acc in part.accs and _text(done_part.get(fname)) != _text(
+                    _value(part.accs[acc])
+                ):
                     self._add(
                         "DONE_TEXT_MISMATCH",
                         f"{part.kind}.{fname} in the done part "
@@ -843,9 +952,13 @@ class StreamValidator:
                     before = before if isinstance(before, list) else []
                     accs[acc] = before + (value if isinstance(value, list) else [value])
                 elif isinstance(value, str):
-                    text = accs.get(acc, "")
-                    joined = (text if isinstance(text, str) else "") + value
-                    accs[acc] = join_surrogates(joined) if has_surrogate(value) else joined
+                    text = accs.get(acc)
+                    if type(text) is not TextAcc:  # the first delta, or after a total
+                        pieces = TextAcc()
+                        if isinstance(text, str):
+                            pieces.add(text)
+                        accs[acc] = text = pieces
+                    text.add(value)  # joined when compared (see _value): no quadratic copies
             total_field = spec["totals"].get(name)
             if total_field is not None and total_field in payload:
                 empty: Any = [] if spec["kind"] == "list" else ""
@@ -857,12 +970,36 @@ class StreamValidator:
                         "DONE_WITHOUT_DELTAS",
                         f"{payload['type']}.{total_field} arrives without any delta",
                     )
-                elif _text(total) != _text(accs.get(acc, empty)):
+                elif _text(total) != _text(_value(accs.get(acc, empty))):
                     self._add(
                         "DONE_TEXT_MISMATCH",
                         f"{payload['type']}.{total_field} differs from the concatenated deltas",
                     )
                 accs[acc] = payload[total_field]
+
+
+def _is_mapping(value: Any) -> TypeGuard[Mapping[str, Any]]:
+    """``isinstance(value, Mapping)``, without the ABC machinery for the usual answers."""
+    return type(value) is dict or (value is not None and isinstance(value, Mapping))
+
+
+def _value(acc: Any) -> Any:
+    """An accumulator's value: the text of the deltas joined, or what a total set."""
+    return acc.value() if type(acc) is TextAcc else acc
+
+
+_decode = msgspec.json.Decoder().decode
+# The LEGACY walk of each dialect, shared by every validator of it.
+_LEGACY_WALKS: dict[int, tuple[Dialect, _LegacyFields]] = {}
+
+
+def _legacy_fields(dialect: Dialect, legacy: Mapping[str, list[str]]) -> _LegacyFields:
+    entry = _LEGACY_WALKS.get(id(dialect))
+    if entry is None or entry[0] is not dialect or entry[1].legacy is not legacy:
+        if len(_LEGACY_WALKS) >= 64:
+            _LEGACY_WALKS.clear()
+        entry = _LEGACY_WALKS[id(dialect)] = (dialect, _LegacyFields(legacy))
+    return entry[1]
 
 
 def _not_json(constant: str) -> Any:

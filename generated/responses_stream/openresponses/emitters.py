@@ -578,6 +578,30 @@ class CodeInterpreterCallEmitter:
         )
         return events
 
+    def delta_sse(self, delta: str) -> bytes:
+        """Like ``delta``, but returns the event already framed as SSE bytes."""
+
+        if self.state != "coding":
+            raise TransitionError("code_interpreter_call", "delta", self.state, ("coding",))
+
+        self.state = "coding"
+        self._acc_code.append(delta)
+        if len(self._acc_code) >= 256:
+            self._acc_code.compact()
+        seq = self._stream.seq
+        return (
+            _PREFIX_RESPONSE_CODE_INTERPRETER_CALL_CODE_DELTA
+            + _encode(
+                m.ResponseCodeInterpreterCallCodeDeltaEvent(
+                    sequence_number=next(seq),
+                    item_id=self.item_id,
+                    output_index=self.output_index,
+                    delta=delta,
+                )
+            )
+            + b"\n\n"
+        )
+
     def interpreting(
         self,
     ) -> list[
@@ -1101,6 +1125,30 @@ class CustomToolCallEmitter:
         )
         return events
 
+    def delta_sse(self, delta: str) -> bytes:
+        """Like ``delta``, but returns the event already framed as SSE bytes."""
+
+        if self.state != "streaming":
+            raise TransitionError("custom_tool_call", "delta", self.state, ("streaming",))
+
+        self.state = "streaming"
+        self._acc_input.append(delta)
+        if len(self._acc_input) >= 256:
+            self._acc_input.compact()
+        seq = self._stream.seq
+        return (
+            _PREFIX_RESPONSE_CUSTOM_TOOL_CALL_INPUT_DELTA
+            + _encode(
+                m.ResponseCustomToolCallInputDeltaEvent(
+                    sequence_number=next(seq),
+                    item_id=self.item_id,
+                    output_index=self.output_index,
+                    delta=delta,
+                )
+            )
+            + b"\n\n"
+        )
+
     def done(self) -> list[m.ResponseCustomToolCallInputDoneEvent | m.ResponseOutputItemDoneEvent]:
         "The 'done' transition: emits response.custom_tool_call_input.done, response.output_item.done."
 
@@ -1490,6 +1538,30 @@ class FunctionCallEmitter:
             )
         )
         return events
+
+    def delta_sse(self, delta: str) -> bytes:
+        """Like ``delta``, but returns the event already framed as SSE bytes."""
+
+        if self.state != "streaming":
+            raise TransitionError("function_call", "delta", self.state, ("streaming",))
+
+        self.state = "streaming"
+        self._acc_arguments.append(delta)
+        if len(self._acc_arguments) >= 256:
+            self._acc_arguments.compact()
+        seq = self._stream.seq
+        return (
+            _PREFIX_RESPONSE_FUNCTION_CALL_ARGUMENTS_DELTA
+            + _encode(
+                m.ResponseFunctionCallArgumentsDeltaEvent(
+                    sequence_number=next(seq),
+                    item_id=self.item_id,
+                    output_index=self.output_index,
+                    delta=delta,
+                )
+            )
+            + b"\n\n"
+        )
 
     def done(
         self,
@@ -2298,6 +2370,30 @@ class McpCallEmitter:
             )
         )
         return events
+
+    def delta_sse(self, delta: str) -> bytes:
+        """Like ``delta``, but returns the event already framed as SSE bytes."""
+
+        if self.state != "streaming":
+            raise TransitionError("mcp_call", "delta", self.state, ("streaming",))
+
+        self.state = "streaming"
+        self._acc_arguments.append(delta)
+        if len(self._acc_arguments) >= 256:
+            self._acc_arguments.compact()
+        seq = self._stream.seq
+        return (
+            _PREFIX_RESPONSE_MCP_CALL_ARGUMENTS_DELTA
+            + _encode(
+                m.ResponseMcpCallArgumentsDeltaEvent(
+                    sequence_number=next(seq),
+                    item_id=self.item_id,
+                    output_index=self.output_index,
+                    delta=delta,
+                )
+            )
+            + b"\n\n"
+        )
 
     def progress(self) -> list[m.ResponseMcpCallInProgressEvent]:
         "OpenAI repeats in_progress while the arguments stream."

@@ -1,0 +1,43 @@
+"""``make bench``: every benchmark, one table, docs/benchmarks.md and its plot.
+
+``python -m benchmarks [--quick]``: ``--quick`` runs fewer rounds (a smoke run; the doc
+is not written).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+from . import (
+    bench_emit,
+    bench_from_chat,
+    bench_generate,
+    bench_memory,
+    bench_to_chat,
+    bench_validate,
+    report,
+)
+from .harness import Report, load
+
+
+def main(argv: list[str]) -> int:
+    quick = "--quick" in argv
+    rounds, cli_rounds = (2, 1) if quick else (9, 5)
+    start, load_start = time.time(), load()
+    print(f"python {sys.version.split()[0]}; load {load_start}")
+    r = Report()
+    bench_emit.run(r, 3 if quick else 11)
+    bench_from_chat.run(r, rounds, cli_rounds)
+    bench_to_chat.run(r, rounds, cli_rounds)
+    bench_validate.run(r, 1 if quick else 3)
+    bench_memory.run(r)
+    bench_generate.run(r, 1 if quick else 3)
+    print("\n" + report.table(r))
+    if not quick:
+        report.write(r, load_start, time.time() - start)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
