@@ -310,16 +310,8 @@ class ChatToResponses:
         item = self.item
         if item is None or item.part_kind is None or self.calls or self._held:
             return None
-        if type(chunk) is not dict:
-            return None
-        choices = chunk.get("choices")
-        if type(choices) is not list or len(choices) != 1:
-            return None
-        choice = choices[0]
-        if type(choice) is not dict:
-            return None
-        delta = choice.get("delta")
-        if type(delta) is not dict:
+        delta = self._delta_of(chunk)
+        if delta is None or item.emitter.closed:  # ItemHandle.closed, one call less
             return None
         if len(delta) == 1:
             key, text = next(iter(delta.items()))
@@ -335,18 +327,6 @@ class ChatToResponses:
         if route is None or route[1] != item.part_kind or route[0] != item.type:
             return None
         if type(text) is not str or not text or has_surrogate(text):
-            return None
-        index = choice.get("index", 0)
-        if (
-            choice.get("finish_reason") is not None
-            or choice.get("logprobs")
-            or (index is not None and (type(index) is not int or index != 0))
-            or chunk.get("usage") is not None
-            or self.finish_reason is not None
-            or item.emitter.closed  # ItemHandle.closed, one call less
-            or self.proc.ended
-            or self.proc.out
-        ):
             return None
         total = item.chars + len(text)
         if total > self.proc.max_item_chars:
