@@ -314,6 +314,8 @@ class ChatToResponses:
         delta = self._delta_of(chunk)
         if delta is None or item.emitter.closed:  # ItemHandle.closed, one call less
             return None
+        key: str | None
+        text: Any
         if len(delta) == 1:
             key, text = next(iter(delta.items()))
         else:
