@@ -902,6 +902,18 @@ def chat_sse_from_responses(
     yield DONE_FRAME
 
 
+def _over_cap(conv: ResponsesToChat, exc: SSELimitError) -> list[bytes]:
+    """The frames for the events a read completed before it went over an SSE cap, then
+    the error chunk (code ``sse_limit_exceeded``) unless the stream had already ended."""
+    frames: list[bytes] = []
+    for message in exc.messages:
+        if not conv.done:
+            frames.extend(conv.feed_sse(message.data))
+    if not conv.done:
+        frames.extend(_frame(failed) for failed in conv.fail(str(exc), "sse_limit_exceeded"))
+    return frames
+
+
 def chat_sse_from_sse(
     chunks: Iterable[bytes],
     *,
@@ -933,12 +945,7 @@ def chat_sse_from_sse(
             chunk = next(source, None)
             messages = parser.close() if chunk is None else parser.feed(chunk)
         except SSELimitError as exc:
-            for message in exc.messages:  # what the chunk completed before the cap
-                if not conv.done:
-                    yield from conv.feed_sse(message.data)
-            if not conv.done:
-                for failed in conv.fail(str(exc), "sse_limit_exceeded"):
-                    yield _frame(failed)
+            yield from _over_cap(conv, exc)
             break
         for message in messages:
             yield from conv.feed_sse(message.data)
@@ -994,13 +1001,8 @@ async def achat_sse_from_sse(
             try:
                 messages = parser.close() if chunk is None else parser.feed(chunk)
             except SSELimitError as exc:
-                for done in exc.messages:  # what the chunk completed before the cap
-                    if not conv.done:
-                        for frame in conv.feed_sse(done.data):
-                            yield frame
-                if not conv.done:
-                    for failed in conv.fail(str(exc), "sse_limit_exceeded"):
-                        yield _frame(failed)
+                for frame in _over_cap(conv, exc):
+                    yield frame
                 break
             for msg in messages:
                 for frame in conv.feed_sse(msg.data):
