@@ -9,3 +9,6 @@ ROOT = Path(__file__).resolve().parents[1]
 for path in (ROOT / "generated", ROOT / "generated" / "tests"):
     if str(path) not in sys.path:
         sys.path.insert(0, str(path))
+
+# The Redis fixtures (redis_url, redis_server) for every test module.
+from redis_server import redis_server, redis_url  # noqa: E402, F401

@@ -234,6 +234,33 @@ def cmd_to_chat(args: argparse.Namespace) -> int:
     return FAILED if failed else OK
 
 
+def cmd_serve(args: argparse.Namespace) -> int:
+    """Run the gateway; its extra missing or a bad option is a usage error."""
+    try:
+        from .gateway.serve import ServeOptions, run
+    except ImportError as exc:
+        raise UsageError(
+            f"serve needs the gateway extra ({exc.name or exc} is missing): "
+            "pip install 'responses-stream[gateway]'"
+        ) from None
+    options = ServeOptions(
+        upstream=args.upstream,
+        host=args.host,
+        port=args.port,
+        store=args.store,
+        connect_timeout=args.connect_timeout,
+        read_timeout=args.read_timeout,
+        max_body_bytes=args.max_body_bytes,
+        reasoning_field=args.reasoning_field,
+        log_level=args.log_level,
+    )
+    try:
+        run(options)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    return OK
+
+
 def _prog() -> str:
     """The command's name: the console script's, or ``python -m responses_stream``."""
     return "responses-stream" if Path(sys.argv[0]).name == "responses-stream" else PROG
@@ -320,6 +347,25 @@ SSE, on stdout: text as delta.content, reasoning as chosen, function and custom
 tool calls as tool_calls, a failure as an error chunk, then data: [DONE].
 """
 
+SERVE = """\
+Serve a Responses API (streaming and not, WebSocket mode, /responses/compact,
+stored responses) from an upstream Chat Completions server, and a Chat
+Completions API (/v1/chat/completions) from an upstream Responses server.
+Base URLs: /v1 (OpenAI dialect) and /openresponses/v1 (Open Responses dialect).
+The upstream key comes from UPSTREAM_API_KEY; without it, each client's own
+Authorization header is forwarded.
+"""
+
+SERVE_EXAMPLES = """\
+examples:
+  {prog} serve --upstream http://127.0.0.1:8000/v1
+  UPSTREAM_API_KEY=... {prog} serve --upstream https://api.example.com/v1 --port 9000
+  {prog} serve --upstream http://127.0.0.1:8000/v1 --store redis://127.0.0.1:6379/0
+
+stores: sqlite:///FILE (default, a file in the current folder), redis://host:port/db,
+memory: (lost on restart)
+"""
+
 TO_CHAT_EXAMPLES = """\
 examples:
   {prog} to-chat responses.sse > chat.sse
@@ -362,7 +408,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=prog,
         description="Convert and check streams of the Responses API: Chat Completions SSE\n"
-        "to Responses SSE and back, and a conformance validator.",
+        "to Responses SSE and back, a conformance validator, and a gateway that serves\n"
+        "each API from a server of the other.",
         epilog=EXIT_CODES + f"\nSee '{prog} COMMAND --help' for each command's options.",
         formatter_class=_Help,
     )
@@ -439,6 +486,49 @@ def build_parser() -> argparse.ArgumentParser:
         "file", nargs="?", default="-", metavar="FILE", help="the Responses SSE input, - for stdin"
     )
     c.set_defaults(func=cmd_to_chat)
+
+    g = command("serve", "run the gateway (needs the gateway extra)", SERVE, SERVE_EXAMPLES)
+    g.add_argument(
+        "--upstream", required=True, metavar="URL", help="the upstream API's base URL (.../v1)"
+    )
+    g.add_argument("--host", default="127.0.0.1", help="the address to listen on")
+    g.add_argument("--port", type=int, default=8080, help="the port to listen on")
+    g.add_argument(
+        "--store",
+        default="sqlite:///responses-stream.db",
+        metavar="URL",
+        help="where stored responses live: sqlite:///FILE, redis://host:port/db or memory:",
+    )
+    g.add_argument(
+        "--connect-timeout", type=float, default=10.0, metavar="S", help="to reach the upstream"
+    )
+    g.add_argument(
+        "--read-timeout",
+        type=float,
+        default=300.0,
+        metavar="S",
+        help="the longest silence of the upstream",
+    )
+    g.add_argument(
+        "--max-body-bytes",
+        type=int,
+        default=32 * 1024 * 1024,
+        metavar="N",
+        help="the largest request body taken (413 beyond)",
+    )
+    g.add_argument(
+        "--reasoning-field",
+        choices=["reasoning_content", "reasoning"],
+        default="reasoning_content",
+        help="the chat field reasoning goes in, both ways",
+    )
+    g.add_argument(
+        "--log-level",
+        choices=["critical", "error", "warning", "info", "debug"],
+        default="info",
+        help="how much the server logs",
+    )
+    g.set_defaults(func=cmd_serve)
     return parser
 
 

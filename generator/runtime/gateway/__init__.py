@@ -1,0 +1,1 @@
+"""The gateway: a Responses API in front of a Chat Completions server, and back."""

@@ -1,0 +1,135 @@
+"""The gateway's ASGI app: its routes for both dialects.
+
+- ``/v1/...``: the OpenAI dialect; ``/openresponses/v1/...``: the Open Responses
+  dialect (a client picks one with its base URL alone).  Under each:
+  ``POST /responses`` (and its WebSocket mode), ``POST /responses/compact``,
+  ``GET``/``DELETE /responses/{id}``, ``GET /responses/{id}/input_items`` and
+  ``GET /models`` (passed through to the upstream).
+- ``POST /v1/chat/completions``: served from the upstream's ``/responses``.
+- ``GET /health``: answers without touching the upstream.
+
+Every error is the OpenAI error shape, unknown paths and methods included.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Route, WebSocketRoute
+from starlette.websockets import WebSocket
+
+from ..version import __version__
+from .chat_route import chat_completions
+from .compact import compact
+from .errors import GatewayError
+from .http import error_response
+from .responses_routes import create, delete, input_items, retrieve
+from .state import Gateway
+from .websocket import serve_websocket
+
+log = logging.getLogger("responses_stream.gateway")
+
+PREFIXES = {"/v1": "openai", "/openresponses/v1": "openresponses"}
+
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+def create_app(gw: Gateway) -> Starlette:
+    """The ASGI app serving ``gw``; closing it closes the upstream client and the store."""
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            await gw.upstream.aclose()
+            await gw.store.close()
+
+    return Starlette(
+        routes=routes(gw),
+        lifespan=lifespan,
+        exception_handlers={HTTPException: _http_error, Exception: _internal_error},
+    )
+
+
+def routes(gw: Gateway) -> list[BaseRoute]:
+    out: list[BaseRoute] = []
+    for prefix, dialect in PREFIXES.items():
+        out += _dialect_routes(gw, prefix, dialect)
+    out += [
+        Route("/v1/chat/completions", _bind(chat_completions, gw), methods=["POST"]),
+        Route("/health", _health, methods=["GET"]),
+    ]
+    return out
+
+
+def _dialect_routes(gw: Gateway, prefix: str, dialect: str) -> list[BaseRoute]:
+    async def post_response(request: Request) -> Response:
+        return await create(gw, request, dialect)
+
+    async def post_compact(request: Request) -> Response:
+        return await compact(gw, request, dialect)
+
+    async def websocket(ws: WebSocket) -> None:
+        await serve_websocket(gw, ws, dialect)
+
+    async def one(request: Request) -> Response:
+        if request.method == "DELETE":
+            return await delete(gw, request)
+        return await retrieve(gw, request)
+
+    return [
+        Route(f"{prefix}/responses", post_response, methods=["POST"]),
+        WebSocketRoute(f"{prefix}/responses", websocket),
+        Route(f"{prefix}/responses/compact", post_compact, methods=["POST"]),
+        Route(f"{prefix}/responses/{{response_id}}", one, methods=["GET", "DELETE"]),
+        Route(
+            f"{prefix}/responses/{{response_id}}/input_items",
+            _bind(input_items, gw),
+            methods=["GET"],
+        ),
+        Route(f"{prefix}/models", _bind(_models, gw), methods=["GET"]),
+        Route(f"{prefix}/models/{{model:path}}", _bind(_models, gw), methods=["GET"]),
+    ]
+
+
+def _bind(handler: Callable[[Gateway, Request], Awaitable[Response]], gw: Gateway) -> Handler:
+    async def route(request: Request) -> Response:
+        return await handler(gw, request)
+
+    return route
+
+
+async def _models(gw: Gateway, request: Request) -> Response:
+    """The upstream's model list (or one model), as it answers."""
+    model = request.path_params.get("model")
+    path = "/models" if model is None else f"/models/{model}"
+    try:
+        status, body = await gw.upstream.get(path, request.headers.get("authorization"))
+    except GatewayError as exc:
+        return error_response(exc)
+    return JSONResponse(body, status)
+
+
+async def _health(request: Request) -> Response:
+    return JSONResponse({"status": "ok", "version": __version__})
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    message = {404: "no such route", 405: "method not allowed"}.get(exc.status_code, exc.detail)
+    error = GatewayError(exc.status_code, f"{message}: {request.method} {request.url.path}")
+    return error_response(error)
+
+
+async def _internal_error(request: Request, exc: Exception) -> Response:
+    log.exception("internal error on %s %s", request.method, request.url.path)
+    error: Any = GatewayError(500, "internal error in the gateway", code="internal_error")
+    return error_response(error)

@@ -1,0 +1,64 @@
+"""``POST /v1/chat/completions`` served from the upstream's ``/responses``."""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from ..to_chat import ReasoningMode, ResponsesToChat, achat_sse_from_responses
+from .chat_completion import fold_chunks
+from .errors import GatewayError, bad_request
+from .http import EventStreamResponse, error_response, read_json
+from .responses_request import responses_request
+from .state import Gateway
+from .upstream import UpstreamInterrupted
+
+
+async def chat_completions(gw: Gateway, request: Request) -> Response:
+    """A chat completion, streamed when ``stream`` is true."""
+    try:
+        body = await read_json(request, gw.config.max_body_bytes)
+        streaming = body.get("stream")
+        if streaming is not None and not isinstance(streaming, bool):
+            raise bad_request("'stream' must be a boolean", "stream")
+        options = body.get("stream_options")
+        if options is not None and not isinstance(options, dict):
+            raise bad_request("'stream_options' must be an object", "stream_options")
+        include_usage = (options or {}).get("include_usage", False)
+        if not isinstance(include_usage, bool):
+            raise bad_request(
+                "'stream_options.include_usage' must be a boolean", "stream_options.include_usage"
+            )
+        upstream_body = responses_request(body)
+        stream = gw.upstream.stream(
+            "/responses", upstream_body, request.headers.get("authorization"), terminal=True
+        )
+        await stream.open()
+    except GatewayError as exc:
+        return error_response(exc)
+    reasoning = cast(ReasoningMode, gw.config.reasoning_field)
+    model = upstream_body.get("model")
+    if streaming:
+        frames = achat_sse_from_responses(
+            stream, include_usage=include_usage, reasoning=reasoning, model=model
+        )
+        return EventStreamResponse(frames, stream.aclose)
+    conv = ResponsesToChat(reasoning=reasoning, include_usage=True, model=model)
+    chunks: list[dict[str, Any]] = []
+    try:
+        async for payload in stream:
+            chunks.extend(conv.feed(payload))
+            if conv.done:
+                break
+        chunks.extend(conv.close())
+    except UpstreamInterrupted as exc:
+        status = 504 if exc.code == "upstream_timeout" else 502
+        return error_response(GatewayError(status, str(exc), code=exc.code))
+    finally:
+        await stream.aclose()
+    try:
+        return JSONResponse(fold_chunks(chunks))
+    except GatewayError as exc:
+        return error_response(exc)

@@ -1,0 +1,116 @@
+"""``POST /responses/compact``: a conversation made short for a later continuation.
+
+The upstream model writes a summary of the conversation; the answer keeps the user's
+messages as they were and ends with a ``compaction`` item whose
+``encrypted_content`` carries the summary (see ``compaction_token``).  Sent back as
+input, that item becomes a system message holding the summary.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from .chat_request import chat_request
+from .compaction_token import seal_summary
+from .context import load_context
+from .errors import GatewayError, unknown_parameter
+from .http import error_response, read_json
+from .items import normalize_input, with_ids
+from .responses_routes import final_answer
+from .state import Gateway
+from .turn import Turn, new_response_id
+
+FIELDS = ("model", "input", "previous_response_id", "instructions", "prompt_cache_key")
+PROMPT = (
+    "Write a summary of the conversation so far for your own later use: the facts, names, "
+    "numbers, decisions and open tasks it holds, and what was being worked on last. Write "
+    "only the summary."
+)
+
+
+async def compact(gw: Gateway, request: Request, dialect: str) -> Response:
+    try:
+        body = await read_json(request, gw.config.max_body_bytes)
+        for name in body:
+            if name not in FIELDS:
+                raise unknown_parameter(name)
+        model = body.get("model")
+        if not isinstance(model, str) or not model:
+            raise GatewayError(
+                400, "'model' is required", code="missing_required_parameter", param="model"
+            )
+        items = with_ids(normalize_input(body.get("input")))
+        previous = body.get("previous_response_id")
+        if previous is not None:
+            items = [*await load_context(gw.store, previous, max_chain=gw.config.max_chain), *items]
+        turn = _summary_turn(gw, body, items, dialect)
+        await turn.start(gw.upstream, request.headers.get("authorization"))
+    except GatewayError as exc:
+        return error_response(exc)
+    async for _ in turn.frames():
+        pass
+    response = turn.response
+    if response is None or response.get("status") != "completed":
+        return final_answer(turn)
+    summary = "".join(
+        part.get("text", "")
+        for item in response.get("output") or ()
+        if item.get("type") == "message"
+        for part in item.get("content") or ()
+        if part.get("type") == "output_text"
+    )
+    kept = [_kept(item) for item in items if _is_user_message(item)]
+    compaction = {
+        "type": "compaction",
+        "id": "cmp_" + turn.response_id.removeprefix("resp_"),
+        "encrypted_content": seal_summary(summary),
+    }
+    return JSONResponse(
+        {
+            "id": turn.response_id,
+            "object": "response.compaction",
+            "created_at": int(time.time()),
+            "output": [*kept, compaction],
+            "usage": response.get("usage"),
+        }
+    )
+
+
+def _summary_turn(
+    gw: Gateway, body: dict[str, Any], items: list[dict[str, Any]], dialect: str
+) -> Turn:
+    ask = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": PROMPT}]}
+    request: dict[str, Any] = {"model": body["model"]}
+    for name in ("instructions", "prompt_cache_key"):
+        if body.get(name) is not None:
+            request[name] = body[name]
+    chat_body = chat_request(request, [*items, ask], reasoning_field=gw.config.reasoning_field)
+    chat_body.pop("tools", None)
+    return Turn(
+        body=request,
+        dialect=dialect,
+        response_id=new_response_id(),
+        context=[],
+        input_items=[],
+        chat_body=chat_body,
+        echo={"model": body["model"], "store": False},
+        store=False,
+    )
+
+
+def _is_user_message(item: dict[str, Any]) -> bool:
+    return item.get("type") == "message" and item.get("role") == "user"
+
+
+def _kept(item: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "id": item["id"],
+        "type": "message",
+        "status": "completed",
+        "role": "user",
+        "content": item.get("content") or [],
+    }

@@ -1,0 +1,47 @@
+"""The gateway's settings."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .upstream import Timeouts
+
+REASONING_FIELDS = ("reasoning_content", "reasoning")
+
+
+@dataclass(frozen=True)
+class GatewayConfig:
+    """What ``serve`` is told on its command line.
+
+    ``upstream``: the upstream API's base URL (``http://host:port/v1``);
+    ``api_key``: sent upstream instead of the client's own ``Authorization``;
+    ``max_body_bytes``: the largest request body taken (413 beyond);
+    ``reasoning_field``: where earlier reasoning goes in chat messages sent upstream,
+    and which field of chat chunks sent to clients carries reasoning;
+    ``websocket_seconds``: how long one WebSocket connection may last;
+    ``connection_cache``: how many responses a WebSocket connection keeps for
+    ``previous_response_id`` (also ``store: false`` ones).
+    """
+
+    upstream: str
+    api_key: str | None = None
+    timeouts: Timeouts = field(default_factory=Timeouts)
+    max_body_bytes: int = 32 * 1024 * 1024
+    reasoning_field: str = "reasoning_content"
+    websocket_seconds: float = 3600.0
+    connection_cache: int = 16
+    max_chain: int = 1000
+
+    def __post_init__(self) -> None:
+        if not self.upstream.startswith(("http://", "https://")):
+            raise ValueError(
+                f"the upstream must be an http:// or https:// URL, not {self.upstream!r}"
+            )
+        if self.reasoning_field not in REASONING_FIELDS:
+            raise ValueError(f"the reasoning field must be one of {REASONING_FIELDS}")
+        if self.max_body_bytes < 1024:
+            raise ValueError("the body size limit must be at least 1024 bytes")
+
+    def __repr__(self) -> str:  # the key stays out of logs and tracebacks
+        key = "set" if self.api_key else None
+        return f"GatewayConfig(upstream={self.upstream!r}, api_key={key!r})"

@@ -1,0 +1,91 @@
+"""HTTP plumbing shared by the routes: bodies in, errors and streams out."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.types import Receive, Scope, Send
+
+from .errors import GatewayError
+
+SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
+
+
+def error_response(exc: GatewayError) -> Response:
+    """An error answer in the OpenAI shape, with its status and headers."""
+    return JSONResponse(exc.body(), exc.status, headers=exc.headers)
+
+
+async def read_json(request: Request, limit: int) -> dict[str, Any]:
+    """The request's JSON object: 413 over ``limit`` bytes, 400 for anything not an object."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise too_large(limit)
+    raw = bytearray()
+    try:
+        async for chunk in request.stream():
+            raw += chunk
+            if len(raw) > limit:
+                raise too_large(limit)
+    except ClientDisconnect:
+        raise GatewayError(400, "the client closed the request body early") from None
+    return parse_object(bytes(raw))
+
+
+def parse_object(raw: bytes | str) -> dict[str, Any]:
+    """``raw`` as a JSON object; 400 naming what is wrong otherwise."""
+    try:
+        body = json.loads(raw, parse_constant=_no_constant)
+    except (ValueError, RecursionError) as exc:
+        raise GatewayError(400, f"the request body is not valid JSON: {exc}") from None
+    if not isinstance(body, dict):
+        raise GatewayError(400, f"the request body must be a JSON object, not {_kind(body)}")
+    return body
+
+
+def too_large(limit: int) -> GatewayError:
+    return GatewayError(
+        413, f"the request body is larger than {limit} bytes", code="request_too_large"
+    )
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, str):
+        return "a string"
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    return "a number"
+
+
+class EventStreamResponse(StreamingResponse):
+    """An SSE response that runs ``cleanup`` however it ends (the client gone too)."""
+
+    def __init__(
+        self, frames: AsyncIterator[bytes], cleanup: Callable[[], Awaitable[None]]
+    ) -> None:
+        super().__init__(frames, media_type="text/event-stream", headers=SSE_HEADERS)
+        self.frames = frames
+        self.cleanup = cleanup
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            try:
+                aclose = getattr(self.frames, "aclose", None)
+                if aclose is not None:
+                    await aclose()
+            finally:
+                await self.cleanup()

@@ -1,0 +1,128 @@
+"""``POST /responses`` (streaming and not), retrieve, delete and ``input_items``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from .errors import GatewayError, bad_request
+from .http import EventStreamResponse, error_response, read_json
+from .state import Gateway
+from .turn import Turn, keep, plan_turn
+
+TIMEOUT_CODES = ("upstream_timeout", "source_timeout", "upstream_connect_timeout")
+
+
+async def create(gw: Gateway, request: Request, dialect: str) -> Response:
+    """A response, streamed when ``stream`` is true, else its final Response as JSON."""
+    try:
+        body = await read_json(request, gw.config.max_body_bytes)
+        turn = await plan_turn(gw.config, gw.store, body, dialect)
+        await turn.start(gw.upstream, request.headers.get("authorization"))
+    except GatewayError as exc:
+        return error_response(exc)
+    if body.get("stream"):
+        return EventStreamResponse(_stream(gw, turn), turn.aclose)
+    async for _ in turn.frames():
+        pass
+    await keep(gw.store, turn)
+    return final_answer(turn)
+
+
+async def _stream(gw: Gateway, turn: Turn) -> Any:
+    async for frame in turn.frames():
+        yield frame
+    await keep(gw.store, turn)
+
+
+def final_answer(turn: Turn) -> Response:
+    """The final Response as JSON; a failed one is the error it failed with."""
+    response = turn.response
+    if response is None:
+        return error_response(
+            GatewayError(502, "the stream ended without a final response", code="upstream_failed")
+        )
+    if response.get("status") == "failed":
+        error = response.get("error") or {}
+        code = error.get("code") if isinstance(error.get("code"), str) else None
+        status = 504 if code in TIMEOUT_CODES else 502
+        message = error.get("message") or "the response failed"
+        return error_response(GatewayError(status, str(message), code=code))
+    return JSONResponse(response)
+
+
+async def _record(gw: Gateway, request: Request) -> Any:
+    response_id = request.path_params["response_id"]
+    record = await gw.store.get(response_id)
+    if record is None:
+        raise GatewayError(
+            404,
+            f"No response found with id {response_id!r}.",
+            code="not_found",
+            param="response_id",
+        )
+    return record
+
+
+async def retrieve(gw: Gateway, request: Request) -> Response:
+    try:
+        record = await _record(gw, request)
+    except GatewayError as exc:
+        return error_response(exc)
+    return JSONResponse(record.response)
+
+
+async def delete(gw: Gateway, request: Request) -> Response:
+    response_id = request.path_params["response_id"]
+    if not await gw.store.delete(response_id):
+        return error_response(
+            GatewayError(
+                404,
+                f"No response found with id {response_id!r}.",
+                code="not_found",
+                param="response_id",
+            )
+        )
+    return JSONResponse({"id": response_id, "object": "response.deleted", "deleted": True})
+
+
+async def input_items(gw: Gateway, request: Request) -> Response:
+    """A page of a stored response's input items (``limit``, ``order``, ``after``)."""
+    try:
+        record = await _record(gw, request)
+        query = request.query_params
+        limit = _limit(query.get("limit"))
+        order = query.get("order", "desc")
+        if order not in ("asc", "desc"):
+            raise bad_request("'order' must be 'asc' or 'desc'", "order")
+        items = list(record.input_items)
+        if order == "desc":
+            items.reverse()
+        after = query.get("after")
+        if after is not None:
+            ids = [item.get("id") for item in items]
+            if after not in ids:
+                raise bad_request(f"no input item {after!r} in this response", "after")
+            items = items[ids.index(after) + 1 :]
+    except GatewayError as exc:
+        return error_response(exc)
+    page = items[:limit]
+    return JSONResponse(
+        {
+            "object": "list",
+            "data": page,
+            "first_id": page[0].get("id") if page else None,
+            "last_id": page[-1].get("id") if page else None,
+            "has_more": len(items) > limit,
+        }
+    )
+
+
+def _limit(value: str | None) -> int:
+    if value is None:
+        return 20
+    if not value.isdigit() or not 1 <= int(value) <= 100:
+        raise bad_request("'limit' must be an integer from 1 to 100", "limit")
+    return int(value)

@@ -1,0 +1,178 @@
+"""The response store: what ``store``, ``previous_response_id`` and the ``/v1/responses/{id}``
+routes read and write.
+
+:func:`open_store` picks a backend from a URL:
+
+* ``sqlite:///relative/file.db``, ``sqlite:////absolute/file.db`` or a bare path ending in
+  ``.db``, ``.sqlite`` or ``.sqlite3``: one SQLite file (:mod:`.store_sqlite`), for one host;
+* ``redis://[user:password@]host[:port][/db]``, ``rediss://...`` (TLS) or
+  ``unix:///path/to/redis.sock[?db=N]``: Redis (:mod:`.store_redis`, the ``gateway`` extra),
+  shared by every replica; ``?prefix=NAME`` sets the key prefix (default
+  ``responses-stream:``) and ``?ttl=SECONDS`` an expiry;
+* ``memory:``: a dict in this process, lost when it ends (tests, ``store: false`` only use).
+
+A record is JSON: ``{"format": 1, "response": {...}, "input_items": [...]}``; ``format``
+lets a later version read and migrate what an earlier one wrote.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+from urllib.parse import urlsplit, urlunsplit
+
+import msgspec
+
+RECORD_FORMAT = 1
+SQLITE_SUFFIXES = (".db", ".sqlite", ".sqlite3")
+ACCEPTED = (
+    "sqlite:///relative/file.db, sqlite:////absolute/file.db, a path ending in "
+    ".db/.sqlite/.sqlite3, redis://[:password@]host[:port][/db], rediss://..., "
+    "unix:///path/to/redis.sock[?db=N] (Redis URLs take ?prefix=NAME and ?ttl=SECONDS) "
+    "or memory:"
+)
+
+
+class StoreError(Exception):
+    """A backend failed (disk full, Redis down...); the message never shows a password."""
+
+
+@dataclass(frozen=True)
+class StoredResponse:
+    """A finished response as sent to the client, and the input items of its own turn."""
+
+    response: dict[str, Any]
+    input_items: list[dict[str, Any]]
+
+    @property
+    def id(self) -> str:
+        value = self.response.get("id")
+        if not isinstance(value, str) or not value:
+            raise ValueError("a stored response needs a non-empty string 'id'")
+        return value
+
+    @property
+    def previous_response_id(self) -> str | None:
+        value = self.response.get("previous_response_id")
+        return value if isinstance(value, str) else None
+
+
+class Store(Protocol):
+    """Where responses are kept; async, shared by the concurrent requests of one process."""
+
+    url: str  # for logs: never shows a password
+
+    async def put(self, record: StoredResponse) -> None:
+        """Insert or replace ``record``; returns once the backend has it."""
+
+    async def get(self, response_id: str) -> StoredResponse | None:
+        """The record of ``response_id``, None when there is none."""
+
+    async def delete(self, response_id: str) -> bool:
+        """Remove ``response_id``'s record; True when it existed."""
+
+    async def close(self) -> None:
+        """Release the backend (files, connections)."""
+
+
+def encode_record(record: StoredResponse) -> bytes:
+    """``record`` as JSON bytes (ASCII-escaped when it holds lone surrogates)."""
+    body = {"format": RECORD_FORMAT, "response": record.response, "input_items": record.input_items}
+    try:
+        return msgspec.json.encode(body)
+    except (UnicodeEncodeError, msgspec.EncodeError):
+        return json.dumps(body, ensure_ascii=True).encode("ascii")
+
+
+def decode_record(data: bytes, response_id: str) -> StoredResponse:
+    """The record ``encode_record`` wrote; StoreError when ``data`` is not one."""
+    try:
+        body = msgspec.json.decode(data)
+    except msgspec.DecodeError:
+        try:
+            body = json.loads(data)
+        except ValueError:
+            raise StoreError(f"the stored record of {response_id!r} is not JSON") from None
+    if not isinstance(body, dict) or body.get("format") != RECORD_FORMAT:
+        found = body.get("format") if isinstance(body, dict) else None
+        raise StoreError(f"the stored record of {response_id!r} has unknown format {found!r}")
+    response, items = body.get("response"), body.get("input_items")
+    if not isinstance(response, dict) or not isinstance(items, list):
+        raise StoreError(f"the stored record of {response_id!r} is malformed")
+    return StoredResponse(response=response, input_items=items)
+
+
+def hide_password(url: str) -> str:
+    """``url`` with the password of its user part shown as ``***``."""
+    try:
+        parts = urlsplit(url)
+        password = parts.password
+    except ValueError:
+        password = None
+        parts = None
+    if parts is None or password is None:
+        return url
+    host = parts.netloc.rpartition("@")[2]
+    netloc = f"{parts.username or ''}:***@{host}"
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+class MemoryStore:
+    """Records in a dict of this process: lost when it ends (tests, ``store: false`` only)."""
+
+    url = "memory:"
+
+    def __init__(self) -> None:
+        self._records: dict[str, bytes] = {}  # encoded, so callers cannot mutate them
+
+    async def put(self, record: StoredResponse) -> None:
+        self._records[record.id] = encode_record(record)
+
+    async def get(self, response_id: str) -> StoredResponse | None:
+        data = self._records.get(response_id)
+        return None if data is None else decode_record(data, response_id)
+
+    async def delete(self, response_id: str) -> bool:
+        return self._records.pop(response_id, None) is not None
+
+    async def close(self) -> None:
+        """Nothing to release; the records stay until the process ends."""
+
+
+def sqlite_path(url: str) -> Path:
+    """The file of a ``sqlite:///`` URL (three slashes, then a relative or absolute path)."""
+    if not url.lower().startswith("sqlite:///"):
+        raise ValueError(
+            f"a SQLite store URL is sqlite:///relative.db or sqlite:////abs.db: {url!r}"
+        )
+    rest = url[len("sqlite:///") :]
+    if not rest or rest.endswith("/"):
+        raise ValueError(f"the SQLite store URL {url!r} names no file")
+    if "?" in rest or "#" in rest:
+        raise ValueError(f"the SQLite store URL {url!r} takes no query or fragment")
+    if rest == ":memory:":
+        raise ValueError("an in-memory SQLite store would be lost: use memory: instead")
+    return Path(rest)
+
+
+def open_store(url: str) -> Store:
+    """The store ``url`` names; ValueError (one line, naming the accepted forms) otherwise."""
+    text = url.strip() if isinstance(url, str) else ""
+    lower = text.lower()
+    if text == "memory:":
+        return MemoryStore()
+    if lower.startswith("sqlite:"):
+        from .store_sqlite import SQLiteStore
+
+        return SQLiteStore(sqlite_path(text))
+    if lower.startswith(("redis://", "rediss://", "unix://")):
+        from .store_redis import RedisStore
+
+        return RedisStore(text)
+    if text and "://" not in text and lower.endswith(SQLITE_SUFFIXES):
+        from .store_sqlite import SQLiteStore
+
+        return SQLiteStore(Path(text).expanduser())
+    raise ValueError(f"unknown store {hide_password(text)!r}: use {ACCEPTED}")

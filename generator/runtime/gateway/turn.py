@@ -1,0 +1,186 @@
+"""One Responses turn served from the upstream's chat completions.
+
+``plan_turn`` checks and translates the request (every refusal a
+:class:`GatewayError`, before the upstream is called); ``Turn.start`` opens the
+upstream and reads up to its first event (an upstream failure there is still an HTTP
+error with its status); ``Turn.frames`` then yields the SSE frames of the converted
+stream.  ``Turn.response`` is the final Response, read from the terminal event, so a
+non-streaming answer and a stream can never disagree.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import secrets
+from collections.abc import AsyncGenerator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+from ..api import asse_from_chat
+from ..processor import ProcessorError
+from .chat_request import chat_request
+from .config import GatewayConfig
+from .context import ConnectionCache, load_context
+from .errors import bad_request
+from .items import normalize_input, with_ids
+from .store import Store, StoredResponse
+from .upstream import Upstream, UpstreamStream
+
+log = logging.getLogger("responses_stream.gateway")
+
+# Fields of the create body the gateway itself acts on (not sent upstream as such).
+TRANSPORT_FIELDS = ("type", "stream", "stream_options", "background")
+TERMINAL = (b"response.completed", b"response.incomplete", b"response.failed")
+
+
+def new_response_id() -> str:
+    return "resp_" + secrets.token_hex(24)
+
+
+@dataclass
+class Turn:
+    """A planned turn: what goes upstream, what is echoed, what is kept."""
+
+    body: dict[str, Any]
+    dialect: str
+    response_id: str
+    context: list[dict[str, Any]]
+    input_items: list[dict[str, Any]]
+    chat_body: dict[str, Any]
+    echo: dict[str, Any]
+    store: bool
+    response: dict[str, Any] | None = None
+    _stream: UpstreamStream | None = field(default=None, repr=False)
+    _frames: AsyncGenerator[bytes, None] | None = field(default=None, repr=False)
+    _first: list[bytes] = field(default_factory=list, repr=False)
+
+    @property
+    def items(self) -> list[dict[str, Any]]:
+        """The context a continuation of this turn starts from (once it ended)."""
+        output = (self.response or {}).get("output")
+        return [*self.context, *self.input_items, *(output if isinstance(output, list) else [])]
+
+    async def start(self, upstream: Upstream, authorization: str | None) -> None:
+        """Open the upstream and the conversion; :class:`GatewayError` when either fails."""
+        stream = upstream.stream("/chat/completions", self.chat_body, authorization, terminal=False)
+        frames = cast(
+            AsyncGenerator[bytes, None],
+            asse_from_chat(
+                stream,
+                dialect=self.dialect,
+                request=self.echo,
+                model=self.chat_body["model"],
+                response_id=self.response_id,
+            ),
+        )
+        try:  # the opening frames need no upstream data: a bad echo costs no call
+            self._first.append(await anext(frames))
+        except ProcessorError as exc:
+            await frames.aclose()
+            raise bad_request(f"invalid request: {exc}", None) from None
+        try:
+            await stream.open()
+        except BaseException:
+            await frames.aclose()
+            raise
+        self._stream, self._frames = stream, frames
+
+    async def frames(self) -> AsyncGenerator[bytes, None]:
+        """Every SSE frame of the stream; sets ``response`` at its end."""
+        if self._frames is None:
+            raise RuntimeError("Turn.start() must succeed first")
+        frames, last = self._frames, b""
+        try:
+            for frame in self._first:
+                last = _terminal(frame) or last
+                yield frame
+            self._first.clear()
+            async for frame in frames:
+                last = _terminal(frame) or last
+                yield frame
+        finally:
+            await frames.aclose()
+            await self.aclose()
+        self.response = _response_of(last)
+
+    async def aclose(self) -> None:
+        if self._stream is not None:
+            await self._stream.aclose()
+
+
+def _terminal(frames: bytes) -> bytes | None:
+    """The payload of a terminal event among ``frames`` (one read may hold several)."""
+    if not any(name in frames for name in TERMINAL):
+        return None
+    for frame in reversed(frames.split(b"\n\n")):
+        for line in frame.split(b"\n"):
+            if line.startswith(b"data: ") and any(name in line for name in TERMINAL):
+                return line[6:]
+    return None
+
+
+def _response_of(payload: bytes) -> dict[str, Any] | None:
+    if not payload:
+        return None
+    try:
+        event = json.loads(payload)
+    except ValueError:
+        return None
+    response = event.get("response") if isinstance(event, dict) else None
+    return response if isinstance(response, dict) else None
+
+
+async def plan_turn(
+    config: GatewayConfig,
+    store: Store,
+    body: dict[str, Any],
+    dialect: str,
+    *,
+    cache: ConnectionCache | None = None,
+    missing_status: int = 404,
+) -> Turn:
+    """Check and translate one create body; :class:`GatewayError` for what cannot be served."""
+    check_create_body(body)
+    inputs = with_ids(normalize_input(body.get("input")))
+    previous = body.get("previous_response_id")
+    context: list[dict[str, Any]] = []
+    if previous is not None:
+        context = await load_context(
+            store, previous, cache=cache, max_chain=config.max_chain, status=missing_status
+        )
+    chat_body = chat_request(body, [*context, *inputs], reasoning_field=config.reasoning_field)
+    keep = body.get("store")
+    echo = {k: v for k, v in body.items() if k not in ("input", *TRANSPORT_FIELDS)}
+    echo["store"] = keep is not False
+    return Turn(
+        body=body,
+        dialect=dialect,
+        response_id=new_response_id(),
+        context=context,
+        input_items=inputs,
+        chat_body=chat_body,
+        echo=echo,
+        store=keep is not False,
+    )
+
+
+def check_create_body(body: Mapping[str, Any]) -> None:
+    """The transport fields of a create body, checked."""
+    for name in ("stream", "store", "background"):
+        value = body.get(name)
+        if value is not None and not isinstance(value, bool):
+            raise bad_request(f"{name!r} must be a boolean", name)
+    options = body.get("stream_options")
+    if options is not None and not isinstance(options, dict):
+        raise bad_request("'stream_options' must be an object", "stream_options")
+
+
+async def keep(store: Store, turn: Turn) -> None:
+    """Store a finished turn when it asked to be stored; a store failure is logged."""
+    if not turn.store or turn.response is None:
+        return
+    try:
+        await store.put(StoredResponse(response=turn.response, input_items=turn.input_items))
+    except Exception as exc:  # the client has its answer: say so in the log, keep serving
+        log.error("could not store response %s: %s", turn.response_id, exc)

@@ -1,0 +1,360 @@
+"""The upstream server: streaming POSTs and plain GETs, with timeouts and error mapping.
+
+Before the first event reaches the client, every upstream failure is a
+:class:`GatewayError` for the gateway to answer with: an upstream HTTP error keeps
+its status, its message and its retry headers (``Retry-After``, ``retry-after-ms``,
+``x-should-retry``), so an SDK raises the matching error and retries what it
+retries; a refused connection or a broken answer is 502, a connect or read timeout
+504.  After the first event a failure is an :class:`UpstreamInterrupted`, which the
+conversions turn into ``error`` + ``response.failed`` (or an error chunk).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from ..sse_parse import SSEMessage, aparse_sse
+from .errors import GatewayError
+
+# Upstream response headers an error answer passes on to the client.
+PASSED_HEADERS = ("retry-after", "retry-after-ms", "x-should-retry", "x-request-id")
+ERROR_BODY_LIMIT = 64 * 1024
+JSON_BODY_LIMIT = 8 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    """``connect``: to open a connection; ``read``: the longest silence of the upstream,
+    before its headers as between two reads of its body (a trickle is not cut off)."""
+
+    connect: float = 10.0
+    read: float = 300.0
+
+    def __post_init__(self) -> None:
+        for name in ("connect", "read"):
+            value = getattr(self, name)
+            if not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
+                raise ValueError(f"the {name} timeout must be a positive number of seconds")
+
+    def httpx(self) -> httpx.Timeout:
+        return httpx.Timeout(
+            connect=self.connect, read=self.read, write=self.read, pool=self.connect
+        )
+
+
+class UpstreamInterrupted(Exception):
+    """The upstream failed after the stream started; ``code`` names how."""
+
+    def __init__(self, message: str, code: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class Upstream:
+    """The upstream at ``base_url`` (ending in ``/v1`` or wherever its API lives).
+
+    ``api_key`` is sent as a bearer token; without one, the client's own
+    ``Authorization`` header is forwarded.  The key is never logged or echoed.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        api_key: str | None = None,
+        timeouts: Timeouts | None = None,
+        client: httpx.AsyncClient | None = None,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self._api_key = api_key
+        self.timeouts = timeouts or Timeouts()
+        limits = httpx.Limits(max_connections=None, max_keepalive_connections=256)
+        self.client = client or httpx.AsyncClient(
+            timeout=self.timeouts.httpx(), limits=limits, trust_env=False
+        )
+
+    def __repr__(self) -> str:
+        return f"Upstream({self.base_url!r})"
+
+    def headers(self, authorization: str | None) -> dict[str, str]:
+        """The request headers: the configured key, else the client's authorization."""
+        if self._api_key:
+            return {"authorization": f"Bearer {self._api_key}"}
+        return {"authorization": authorization} if authorization else {}
+
+    def stream(
+        self, path: str, body: Mapping[str, Any], authorization: str | None, *, terminal: bool
+    ) -> UpstreamStream:
+        """The (not yet opened) SSE stream of a POST of ``body`` to ``path``.
+
+        ``terminal``: the stream must end with a terminal event (a Responses stream),
+        so an end of body before one is a failure.
+        """
+        return UpstreamStream(self, path, body, self.headers(authorization), terminal=terminal)
+
+    async def get(self, path: str, authorization: str | None) -> tuple[int, dict[str, Any]]:
+        """GET ``path``: its status and JSON body; :class:`GatewayError` when it fails."""
+        url = self.base_url + path
+        try:
+            response = await self.client.send(
+                self.client.build_request("GET", url, headers=self.headers(authorization)),
+                stream=True,
+            )
+        except httpx.HTTPError as exc:
+            raise self._transport_error(exc) from None
+        try:
+            if response.status_code >= 400:
+                raise await _status_error(response)
+            raw = await _read_some(response, JSON_BODY_LIMIT)
+        except httpx.HTTPError as exc:
+            raise self._transport_error(exc) from None
+        finally:
+            await response.aclose()
+        body = _json_object(raw)
+        if body is None:
+            raise GatewayError(
+                502,
+                "the upstream answered with a body that is not a JSON object",
+                code="upstream_bad_response",
+            )
+        return response.status_code, body
+
+    def _transport_error(self, exc: httpx.HTTPError) -> GatewayError:
+        if isinstance(exc, httpx.ConnectTimeout | httpx.PoolTimeout):
+            return GatewayError(
+                504,
+                f"the upstream did not accept the connection within {self.timeouts.connect:g}s",
+                code="upstream_connect_timeout",
+            )
+        if isinstance(exc, httpx.TimeoutException):
+            return GatewayError(
+                504,
+                f"the upstream sent no response within {self.timeouts.read:g}s",
+                code="upstream_timeout",
+            )
+        return GatewayError(
+            502, f"cannot reach the upstream: {describe(exc)}", code="upstream_unreachable"
+        )
+
+    async def aclose(self) -> None:
+        await self.client.aclose()
+
+
+class UpstreamStream:
+    """The ``data:`` payloads of one upstream SSE response.
+
+    ``open()`` sends the request and reads up to the first event, raising
+    :class:`GatewayError` if that fails; iterating then yields every payload,
+    raising :class:`UpstreamInterrupted` if the upstream fails on the way.
+    ``aclose()`` closes the connection (at any time, more than once).
+    """
+
+    def __init__(
+        self,
+        upstream: Upstream,
+        path: str,
+        body: Mapping[str, Any],
+        headers: Mapping[str, str],
+        *,
+        terminal: bool,
+    ) -> None:
+        self.upstream = upstream
+        self.path = path
+        self.body = body
+        self.headers = headers
+        self.terminal = terminal
+        self._response: httpx.Response | None = None
+        self._messages: AsyncIterator[SSEMessage] | None = None
+        self._first: SSEMessage | None = None
+
+    async def open(self) -> None:
+        up = self.upstream
+        client = up.client
+        content = json.dumps(self.body, ensure_ascii=False).encode()
+        request = client.build_request(
+            "POST",
+            up.base_url + self.path,
+            content=content,
+            headers={**self.headers, "content-type": "application/json"},
+        )
+        try:
+            response = await client.send(request, stream=True)
+        except httpx.HTTPError as exc:
+            raise up._transport_error(exc) from None
+        self._response = response
+        try:
+            await _check_stream(response)
+            self._messages = aparse_sse(response.aiter_bytes())
+            self._first = await self._next_message()
+        except BaseException:
+            await self.aclose()
+            raise
+        if self._first is None:
+            await self.aclose()
+            raise GatewayError(
+                502, "the upstream ended its stream before the first event", code="upstream_empty"
+            )
+
+    async def _next_message(self) -> SSEMessage | None:
+        """The next SSE message before the stream started, or None at its end."""
+        assert self._messages is not None
+        try:
+            return await anext(self._messages)
+        except StopAsyncIteration:
+            return None
+        except httpx.TimeoutException:
+            raise GatewayError(
+                504,
+                f"the upstream sent no event within {self.upstream.timeouts.read:g}s",
+                code="upstream_timeout",
+            ) from None
+        except httpx.HTTPError as exc:
+            raise GatewayError(
+                502,
+                f"the upstream failed before its first event: {describe(exc)}",
+                code="upstream_disconnected",
+            ) from None
+        except ValueError as exc:  # the SSE parser's caps
+            raise GatewayError(
+                502, f"the upstream sent a bad event stream: {exc}", code="upstream_bad_stream"
+            ) from None
+
+    def __aiter__(self) -> AsyncIterator[str]:
+        return self._payloads()
+
+    async def _payloads(self) -> AsyncIterator[str]:
+        if self._first is None or self._messages is None:
+            raise RuntimeError("UpstreamStream.open() must succeed before iterating")
+        first, self._first = self._first, None
+        yield first.data
+        try:
+            async for message in self._messages:
+                yield message.data
+        except httpx.TimeoutException:
+            raise UpstreamInterrupted(
+                f"the upstream sent nothing for {self.upstream.timeouts.read:g}s",
+                "upstream_timeout",
+            ) from None
+        except httpx.HTTPError as exc:
+            raise UpstreamInterrupted(
+                f"the upstream stream broke off: {describe(exc)}", "upstream_disconnected"
+            ) from None
+        except ValueError as exc:  # the SSE parser's caps
+            raise UpstreamInterrupted(
+                f"the upstream sent a bad event stream: {exc}", "upstream_bad_stream"
+            ) from None
+        finally:
+            await self.aclose()
+        if self.terminal:
+            raise UpstreamInterrupted(
+                "the upstream stream ended before its terminal event", "upstream_disconnected"
+            )
+
+    async def aclose(self) -> None:
+        response = self._response
+        if response is not None:
+            self._response = None
+            await response.aclose()
+
+
+async def _check_stream(response: httpx.Response) -> None:
+    """Raise the client's error for an upstream answer that is not an event stream."""
+    status = response.status_code
+    content_type = response.headers.get("content-type", "").split(";")[0].strip().lower()
+    if 200 <= status < 300 and content_type != "application/json":
+        return
+    if status >= 400:
+        raise await _status_error(response)
+    try:
+        raw = await _read_some(response, ERROR_BODY_LIMIT)
+    except httpx.HTTPError:
+        raw = b""
+    if status < 300:
+        error = _error_of(raw)
+        detail = f": {error['message']}" if error else ""
+        raise GatewayError(
+            502,
+            f"the upstream answered with JSON, not an event stream{detail}",
+            code="upstream_not_a_stream",
+        )
+    raise GatewayError(502, f"the upstream answered with HTTP {status}", code="upstream_bad_status")
+
+
+async def _status_error(response: httpx.Response) -> GatewayError:
+    """An upstream HTTP error as the client's error: same status, message and retry headers."""
+    status = response.status_code
+    try:
+        raw = await _read_some(response, ERROR_BODY_LIMIT)
+    except httpx.HTTPError:
+        raw = b""
+    headers = {k: response.headers[k] for k in PASSED_HEADERS if k in response.headers}
+    error = _error_of(raw)
+    if error is None:
+        text = raw.decode("utf-8", "replace").strip()
+        message = f"upstream HTTP {status}: {text[:1000]}" if text else f"upstream HTTP {status}"
+        return GatewayError(status, message, headers=headers)
+    error_type = error.get("type")
+    code, param = error.get("code"), error.get("param")
+    return GatewayError(
+        status,
+        error["message"],
+        error_type=error_type if isinstance(error_type, str) and error_type else None,
+        code=str(code) if _scalar(code) and code is not None else None,
+        param=param if isinstance(param, str) else None,
+        headers=headers,
+    )
+
+
+async def _read_some(response: httpx.Response, limit: int) -> bytes:
+    """Up to ``limit`` bytes of the body."""
+    out = bytearray()
+    async for chunk in response.aiter_bytes():
+        out += chunk
+        if len(out) >= limit:
+            break
+    return bytes(out[:limit])
+
+
+def _json_object(raw: bytes) -> dict[str, Any] | None:
+    try:
+        body = json.loads(raw)
+    except (ValueError, RecursionError):
+        return None
+    return body if isinstance(body, dict) else None
+
+
+def _error_of(raw: bytes) -> dict[str, Any] | None:
+    """The error object of an error body (``{"error": {...}}``, ``{"error": "..."}``,
+    ``{"message": ...}`` or ``{"detail": ...}``), with a string ``message``; None when
+    the body is not one of these."""
+    body = _json_object(raw)
+    if body is None:
+        return None
+    error = body.get("error")
+    if isinstance(error, dict) and isinstance(error.get("message"), str) and error["message"]:
+        return error
+    if isinstance(error, dict):
+        return {**error, "message": json.dumps(error)[:1000]}
+    for key in ("error", "message", "detail"):
+        if isinstance(body.get(key), str) and body[key]:
+            return {"message": body[key]}
+    return None
+
+
+def _scalar(value: Any) -> bool:
+    """Whether ``value`` can stand as an error's ``code`` (NaN cannot)."""
+    if isinstance(value, float):
+        return math.isfinite(value)
+    return value is None or isinstance(value, str | int | bool)
+
+
+def describe(exc: BaseException) -> str:
+    """An exception as ``Type: text`` (no traceback)."""
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

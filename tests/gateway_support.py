@@ -1,0 +1,145 @@
+"""Running the gateway for tests: in a thread (uvicorn on 127.0.0.1) or as the real
+``python -m responses_stream serve`` process; and the vendored Open Responses schema."""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import httpx
+import jsonschema
+from http_support import serve
+
+from responses_stream._runtime.gateway.app import create_app
+from responses_stream._runtime.gateway.config import GatewayConfig
+from responses_stream._runtime.gateway.state import Gateway
+from responses_stream._runtime.gateway.store import open_store
+from responses_stream._runtime.gateway.upstream import Upstream
+
+ROOT = Path(__file__).resolve().parents[1]
+SCHEMA = "openresponses-openapi-2026-04-24.json"
+
+
+def build(upstream: str, store: str = "memory:", **config: Any) -> Gateway:
+    """A gateway for ``upstream`` (its ``/v1`` base URL)."""
+    cfg = GatewayConfig(upstream=upstream, **config)
+    return Gateway(
+        config=cfg,
+        upstream=Upstream(cfg.upstream, api_key=cfg.api_key, timeouts=cfg.timeouts),
+        store=open_store(store),
+    )
+
+
+@contextmanager
+def gateway(upstream: str, store: str = "memory:", **config: Any) -> Iterator[str]:
+    """The gateway served in a thread; yields its base URL (no ``/v1``)."""
+    yield from _serving(build(upstream, store, **config))
+
+
+def _serving(gw: Gateway) -> Iterator[str]:
+    with serve(create_app(gw)) as url:
+        yield url
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@contextmanager
+def serve_process(
+    upstream: str, *args: str, env: Mapping[str, str] | None = None, timeout: float = 20.0
+) -> Iterator[tuple[str, subprocess.Popen[str]]]:
+    """``python -m responses_stream serve --upstream URL ARGS`` on a free port; yields its
+    base URL and the process, and stops it (SIGTERM) at the end."""
+    port = free_port()
+    cmd = [sys.executable, "-m", "responses_stream", "serve", "--upstream", upstream]
+    cmd += ["--port", str(port), "--log-level", "warning", *args]
+    proc = subprocess.Popen(
+        cmd,
+        env={**os.environ, **(env or {})},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            if proc.poll() is not None:
+                out = proc.stdout.read() if proc.stdout else ""
+                raise RuntimeError(f"serve exited with {proc.returncode}: {out}")
+            try:
+                if httpx.get(url + "/health", timeout=1.0).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                raise TimeoutError("serve did not start in time")
+            time.sleep(0.05)
+        yield url, proc
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        if proc.stdout:
+            proc.stdout.close()
+
+
+@functools.cache
+def _doc() -> dict[str, Any]:
+    text = resources.files("responses_stream._vendor").joinpath(SCHEMA).read_text()
+    doc: dict[str, Any] = json.loads(text)
+    return doc
+
+
+@functools.cache
+def _validator(name: str) -> Any:
+    doc = _doc()
+    return jsonschema.Draft202012Validator(
+        {"$ref": f"#/components/schemas/{name}", "components": doc["components"]}
+    )
+
+
+def schema_errors(name: str, instance: Any) -> list[str]:
+    """Where ``instance`` breaks the Open Responses component ``name`` ([] when valid)."""
+    return [
+        f"{'/'.join(map(str, e.absolute_path))}: {e.message}"
+        for e in _validator(name).iter_errors(instance)
+    ]
+
+
+@functools.cache
+def event_schemas() -> dict[str, str]:
+    """Open Responses event type -> its component name."""
+    doc = _doc()
+    stream = doc["paths"]["/responses"]["post"]["responses"]["200"]["content"]
+    out = {}
+    for ref in stream["text/event-stream"]["schema"]["oneOf"]:
+        name = ref["$ref"].rsplit("/", 1)[1]
+        out[doc["components"]["schemas"][name]["properties"]["type"]["enum"][0]] = name
+    return out
+
+
+def event_errors(event: Mapping[str, Any]) -> list[str]:
+    """Where one streamed event breaks its Open Responses schema."""
+    name = event_schemas().get(str(event.get("type")))
+    if name is None:
+        return [f"{event.get('type')}: not an Open Responses event"]
+    return schema_errors(name, event)
