@@ -325,3 +325,20 @@ def test_websocket_turns_continuation_and_eviction(gw: str) -> None:
         assert other[-1]["error"]["code"] == "previous_response_not_found"
         streamed = _turn(ws, {"model": "fake-model", "input": "x", "stream": True})
         assert streamed[-1]["error"]["param"] == "stream"
+
+
+def test_limits_a_large_body_and_a_long_websocket(upstream: tuple[str, ModelUpstream]) -> None:
+    with gateway(upstream[0] + "/v1", max_body_bytes=4096, websocket_seconds=0.3) as url:
+        big = httpx.post(url + "/v1/responses", json={"model": "m", "input": "x" * 5000})
+        assert big.status_code == 413 and big.json()["error"]["code"] == "request_too_large"
+        with connect("ws" + url.removeprefix("http") + "/v1/responses") as ws:
+            event = json.loads(ws.recv(timeout=10))
+            assert event["error"]["code"] == "websocket_connection_limit_reached"
+            assert schema_errors("WebSocketErrorEvent", event) == []
+
+
+def test_unknown_routes_answer_in_the_error_shape(gw: str) -> None:
+    missing = httpx.get(gw + "/v1/nothing")
+    assert missing.status_code == 404 and "no such route" in missing.json()["error"]["message"]
+    wrong = httpx.put(gw + "/v1/responses")
+    assert wrong.status_code == 405 and wrong.json()["error"]["type"]

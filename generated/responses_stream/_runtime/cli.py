@@ -257,7 +257,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     )
     try:
         run(options)
-    except ValueError as exc:
+    except (ValueError, ImportError) as exc:  # a bad option, a store's missing client
         raise UsageError(str(exc)) from None
     return OK
 

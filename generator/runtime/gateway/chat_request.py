@@ -1,55 +1,95 @@
 """A Responses create request as the Chat Completions request sent upstream.
 
-Every field is translated, acted on by the gateway, accepted with no effect for a
-stated reason (``NO_EFFECT``), or refused with a 400 that names it.
+Every field is translated, left to the caller (``CALLER``), accepted with no effect
+for a stated reason (``NO_EFFECT``), or refused with a 400 that names it exactly.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 from .compaction_token import open_summary
 from .errors import GatewayError, bad_request, unknown_parameter, unsupported
+from .items import (
+    ROLES,
+    as_boolean,
+    as_count,
+    as_metadata,
+    as_name,
+    as_number,
+    as_object,
+    as_objects,
+    as_string,
+    check_keys,
+    require_model,
+)
 
-# Same name and meaning on both sides.
-PASSED = (
-    "parallel_tool_calls",
-    "temperature",
-    "top_p",
-    "presence_penalty",
-    "frequency_penalty",
-    "user",
-    "metadata",
-    "stop",
-    "prompt_cache_key",
-    "prompt_cache_retention",
-    "safety_identifier",
-    "service_tier",
-)
-NUMBERS = ("temperature", "top_p", "presence_penalty", "frequency_penalty")
-STRINGS = (
-    "user",
-    "prompt_cache_key",
-    "prompt_cache_retention",
-    "safety_identifier",
-    "service_tier",
-)
-# What the gateway itself acts on.
-GATEWAY = ("model", "input", "instructions", "previous_response_id", "store", "stream", "type")
-# Accepted, with no effect on the chat request, and why.
-NO_EFFECT = {
-    "truncation": "a chat upstream never truncates; too long a context fails upstream",
-    "reasoning.summary": "chat upstreams send their raw reasoning, given as reasoning text",
-    "reasoning.generate_summary": "as reasoning.summary",
-    "include: reasoning.encrypted_content": "reasoning items come back without it",
-    "stream_options.include_obfuscation": "no obfuscation field is sent",
-    "top_logprobs: 0": "no log probabilities are asked for",
-    "max_tool_calls: null, conversation: null, prompt: null, background: false": "unset",
-    "input[].id, input[].status, assistant input[].phase": "labels of earlier items",
+# Body fields the caller acts on; this module produces nothing for them.
+CALLER = {
+    "type": "the WebSocket event type (response.create)",
+    "input": "passed in normalized, as the end of the context items",
+    "previous_response_id": "resolved by the caller into the context items",
+    "store": "whether the gateway stores the response",
+    "stream": "how the gateway answers; the upstream is always streamed",
+    "stream_options": "how the gateway streams its answer",
+    "background": "false or null only: background responses are not served",
 }
-INCLUDE_OK = ("reasoning.encrypted_content",)
+# Accepted with no effect on the chat request, and why.
+NO_EFFECT = {
+    "truncation": "'auto' or 'disabled': a chat upstream never truncates the context",
+    "include": "'reasoning.encrypted_content' only: reasoning items come back without it",
+    "reasoning.summary": "chat upstreams send their raw reasoning, returned as reasoning text",
+    "reasoning.generate_summary": "as reasoning.summary",
+    "top_logprobs": "0 or null only: no log probabilities are asked for",
+    "max_tool_calls": "null only",
+    "conversation": "null only",
+    "prompt": "null only",
+    "context_management": "null only",
+    "stream_options.include_obfuscation": "the gateway sends no obfuscation field",
+    "input[].id": "item ids label items; chat messages have none",
+    "input[].status": "the status of an earlier item",
+    "input[].phase": "assistant messages: labels commentary and final answers",
+    "input[].created_by": "compaction items: who made the item",
+    "input[].name": "function_call_output items: the call with the same call_id names it",
+    "input[].namespace": "function_call_output items: as input[].name",
+    "input[].encrypted_content": "reasoning items with text: the text is sent instead",
+    "input[].content[].annotations": "output_text parts: citations of earlier answers",
+    "input[].content[].logprobs": "output_text parts: log probabilities of earlier answers",
+    "tools[].description": "namespace tools only: chat has no namespaces (names keep it)",
+}
+# Item and part fields that have no chat equivalent, wherever they appear.
+REFUSED_KEYS = {
+    "caller": "programmatic tool calling is not served",
+    "async": "asynchronous tool calls are not served",
+    "prompt_cache_breakpoint": "chat upstreams place no cache breakpoints",
+    "defer_loading": "tool search is not served",
+    "allowed_callers": "programmatic tool calling is not served",
+    "output_schema": "chat tools have no output schema",
+}
 HOSTED = "a chat completions upstream has no hosted tools"
+INCLUDE_OK = ("reasoning.encrypted_content",)
+SUMMARY_HEADER = "Summary of the earlier conversation:\n"
+
+ITEM_KEYS = {
+    "message": ("type", "id", "status", "role", "content"),
+    "function_call": ("type", "id", "status", "call_id", "name", "namespace", "arguments"),
+    "custom_tool_call": ("type", "id", "status", "call_id", "name", "namespace", "input"),
+    "function_call_output": ("type", "id", "status", "call_id", "output", "name", "namespace"),
+    "custom_tool_call_output": ("type", "id", "status", "call_id", "output"),
+    "reasoning": ("type", "id", "status", "summary", "content", "encrypted_content"),
+    "compaction": ("type", "id", "status", "encrypted_content", "created_by"),
+}
+PART_KEYS = {
+    "input_text": ("type", "text"),
+    "output_text": ("type", "text", "annotations", "logprobs"),
+    "text": ("type", "text"),
+    "refusal": ("type", "refusal"),
+    "input_image": ("type", "image_url", "file_id", "detail"),
+    "input_file": ("type", "file_data", "file_id", "file_url", "filename"),
+}
+TEXT_PARTS = ("input_text", "output_text", "text")
+MEDIA_PARTS = ("input_image", "input_file")
 
 
 def chat_request(
@@ -58,383 +98,530 @@ def chat_request(
     *,
     reasoning_field: str = "reasoning_content",
     developer_role: str = "system",
+    context_len: int = 0,
 ) -> dict[str, Any]:
-    """The chat body for ``body``, whose context (earlier turns, then this input) is
-    ``items``; a :class:`GatewayError` (400) for what cannot be translated."""
-    model = body.get("model")
-    if model is None:
-        raise GatewayError(
-            400, "'model' is required", code="missing_required_parameter", param="model"
-        )
-    if not isinstance(model, str) or not model:
-        raise bad_request("'model' must be a non-empty string", "model")
-    out: dict[str, Any] = {"model": model}
-    _check_fields(body)
-    messages: list[dict[str, Any]] = []
-    instructions = body.get("instructions")
-    if instructions is not None:
-        if not isinstance(instructions, str):
-            raise bad_request("'instructions' must be a string", "instructions")
-        messages.append({"role": "system", "content": instructions})
-    messages += _messages(items, reasoning_field, developer_role)
-    out["messages"] = messages
-    out["stream"] = True
-    out["stream_options"] = {"include_usage": True}
-    for name in PASSED:
-        if body.get(name) is not None:
-            out[name] = _checked(name, body[name])
-    if body.get("max_output_tokens") is not None:
-        value = body["max_output_tokens"]
-        if type(value) is not int or value < 1:
-            raise bad_request("'max_output_tokens' must be a positive integer", "max_output_tokens")
-        out["max_completion_tokens"] = value
-    _reasoning(body.get("reasoning"), out)
-    _text(body.get("text"), out)
-    tools = _tools(body.get("tools"))
-    if tools:
-        out["tools"] = tools
-    if body.get("tool_choice") is not None:
-        out["tool_choice"] = _tool_choice(body["tool_choice"], "tool_choice")
-    return out
+    """The chat body for the Responses ``body``, whose context is ``items`` (earlier
+    turns' items, then this turn's normalized input); a 400 for what cannot be sent.
 
-
-def _check_fields(body: Mapping[str, Any]) -> None:
-    known = {*PASSED, *GATEWAY, "max_output_tokens", "reasoning", "text", "tools", "tool_choice"}
+    The first ``context_len`` items come from earlier responses: errors in the rest are
+    named ``input[i]`` counting from the first of them, errors in those name
+    ``previous_response_id``.
+    """
+    model = require_model(body.get("model"))
+    fields: dict[str, Any] = {}
     for name, value in body.items():
-        if name in known:
-            continue
-        if name == "truncation":
-            if value not in (None, "auto", "disabled"):
-                raise bad_request("'truncation' must be 'auto' or 'disabled'", name)
-        elif name == "include":
-            if value is not None and not isinstance(value, list):
-                raise bad_request("'include' must be an array", name)
-            for i, entry in enumerate(value or ()):
-                if entry not in INCLUDE_OK:
-                    raise unsupported(f"include[{i}]", f"{entry!r} cannot be produced")
-        elif name == "stream_options":
-            for key in value or {}:
-                if key != "include_obfuscation":
-                    raise unknown_parameter(f"stream_options.{key}")
-        elif name == "top_logprobs":
-            if value not in (None, 0):
-                raise unsupported(name, "log probabilities are not carried through")
-        elif name == "background":
-            if value:
-                raise unsupported(name, "background responses are not served")
-        elif name in ("max_tool_calls", "conversation", "prompt", "context_management"):
-            if value is not None:
-                raise unsupported(name, "it has no chat completions equivalent")
-        else:
+        if name not in FIELDS:
             raise unknown_parameter(name)
+        if value is not None:
+            FIELDS[name](value, fields)
+    builder = _Messages(reasoning_field, developer_role)
+    builder.instructions(body.get("instructions"))
+    for i, item in enumerate(items):
+        if i >= context_len:
+            builder.add(item, f"input[{i - context_len}]")
+            continue
+        try:
+            builder.add(item, f"input[{i}]")
+        except GatewayError as exc:
+            raise _context_error(exc, i) from None
+    return {
+        "model": model,
+        "messages": builder.finish(),
+        "stream": True,
+        "stream_options": {"include_usage": True},
+        **fields,
+    }
 
 
-def _checked(name: str, value: Any) -> Any:
-    if name in NUMBERS and (isinstance(value, bool) or not isinstance(value, int | float)):
-        raise bad_request(f"{name!r} must be a number", name)
-    if name in STRINGS and not isinstance(value, str):
-        raise bad_request(f"{name!r} must be a string", name)
-    if name == "parallel_tool_calls" and not isinstance(value, bool):
-        raise bad_request(f"{name!r} must be a boolean", name)
-    if name == "metadata" and (
-        not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values())
-    ):
-        raise bad_request("'metadata' must be an object of strings", name)
-    if name == "stop" and not (
-        isinstance(value, str)
-        or (isinstance(value, list) and all(isinstance(v, str) for v in value))
-    ):
-        raise bad_request("'stop' must be a string or an array of strings", name)
-    return value
+def _context_error(exc: GatewayError, index: int) -> GatewayError:
+    message = f"item {index} of the previous response's context cannot be sent: {exc.message}"
+    return GatewayError(exc.status, message, code=exc.code, param="previous_response_id")
+
+
+def _stop(value: Any, where: str) -> str | list[str]:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return list(value)
+    raise bad_request(f"{where!r} must be a string or an array of strings", where)
+
+
+def _check_keys(obj: Mapping[str, Any], allowed: Collection[str], where: str) -> None:
+    check_keys(obj, allowed, where, REFUSED_KEYS)
+
+
+# -- body fields ------------------------------------------------------------------------
+Field = Callable[[Any, dict[str, Any]], None]
+
+
+def _passed(name: str, check: Callable[[Any, str], Any]) -> Field:
+    """A field sent as it is, once ``check`` passes it."""
+
+    def put(value: Any, out: dict[str, Any]) -> None:
+        out[name] = check(value, name)
+
+    return put
+
+
+def _nothing(value: Any, out: dict[str, Any]) -> None:
+    """A field acted on elsewhere (by the caller, or read directly)."""
+
+
+def _background(value: Any, out: dict[str, Any]) -> None:
+    if value is not False:
+        raise unsupported("background", "background responses are not served")
+
+
+def _stream_options(value: Any, out: dict[str, Any]) -> None:
+    _check_keys(as_object(value, "stream_options"), ("include_obfuscation",), "stream_options")
+
+
+def _max_output_tokens(value: Any, out: dict[str, Any]) -> None:
+    out["max_completion_tokens"] = as_count(value, "max_output_tokens")
 
 
 def _reasoning(value: Any, out: dict[str, Any]) -> None:
-    if value is None:
-        return
-    if not isinstance(value, Mapping):
-        raise bad_request("'reasoning' must be an object", "reasoning")
-    for key, sub in value.items():
-        if key == "effort":
-            if sub is not None:
-                if not isinstance(sub, str):
-                    raise bad_request("'reasoning.effort' must be a string", "reasoning.effort")
-                out["reasoning_effort"] = sub
-        elif key not in ("summary", "generate_summary"):
-            raise unknown_parameter(f"reasoning.{key}")
+    value = as_object(value, "reasoning")
+    _check_keys(value, ("effort", "summary", "generate_summary"), "reasoning")
+    for key in ("summary", "generate_summary"):
+        if value.get(key) is not None:
+            as_string(value[key], f"reasoning.{key}")
+    if value.get("effort") is not None:
+        out["reasoning_effort"] = as_string(value["effort"], "reasoning.effort")
 
 
 def _text(value: Any, out: dict[str, Any]) -> None:
-    if value is None:
-        return
-    if not isinstance(value, Mapping):
-        raise bad_request("'text' must be an object", "text")
-    for key, sub in value.items():
-        if key == "verbosity":
-            if sub is not None:
-                out["verbosity"] = sub
-        elif key == "format":
-            fmt = _format(sub)
-            if fmt is not None:
-                out["response_format"] = fmt
-        else:
-            raise unknown_parameter(f"text.{key}")
+    value = as_object(value, "text")
+    _check_keys(value, ("format", "verbosity"), "text")
+    if value.get("verbosity") is not None:
+        out["verbosity"] = as_string(value["verbosity"], "text.verbosity")
+    if value.get("format") is not None:
+        fmt = _format(as_object(value["format"], "text.format"))
+        if fmt is not None:
+            out["response_format"] = fmt
 
 
-def _format(fmt: Any) -> dict[str, Any] | None:
-    if fmt is None:
-        return None
-    if not isinstance(fmt, Mapping):
-        raise bad_request("'text.format' must be an object", "text.format")
+def _format(fmt: Mapping[str, Any]) -> dict[str, Any] | None:
     kind = fmt.get("type")
     if kind == "text":
+        _check_keys(fmt, ("type",), "text.format")
         return None
     if kind == "json_object":
+        _check_keys(fmt, ("type",), "text.format")
         return {"type": "json_object"}
-    if kind == "json_schema":
-        name = fmt.get("name")
-        if not isinstance(name, str) or not name:
-            raise bad_request("'text.format.name' must be a non-empty string", "text.format.name")
-        if not isinstance(fmt.get("schema"), Mapping):
-            raise bad_request("'text.format.schema' must be an object", "text.format.schema")
-        schema: dict[str, Any] = {"name": name, "schema": fmt["schema"]}
-        for key in ("strict", "description"):
-            if fmt.get(key) is not None:
-                schema[key] = fmt[key]
-        return {"type": "json_schema", "json_schema": schema}
-    raise unsupported("text.format.type", f"{kind!r} is not a chat response format")
+    if kind != "json_schema":
+        raise unsupported("text.format.type", f"{kind!r} is not a chat response format")
+    _check_keys(fmt, ("type", "name", "schema", "strict", "description"), "text.format")
+    schema: dict[str, Any] = {
+        "name": as_name(fmt.get("name"), "text.format.name"),
+        "schema": dict(as_object(fmt.get("schema"), "text.format.schema")),
+    }
+    if fmt.get("strict") is not None:
+        schema["strict"] = as_boolean(fmt["strict"], "text.format.strict")
+    if fmt.get("description") is not None:
+        schema["description"] = as_string(fmt["description"], "text.format.description")
+    return {"type": "json_schema", "json_schema": schema}
 
 
-def _name(value: Any, where: str) -> str:
-    if not isinstance(value, str) or not value:
-        raise bad_request(f"{where!r} must be a non-empty string", where)
-    return value
+def _truncation(value: Any, out: dict[str, Any]) -> None:
+    if value not in ("auto", "disabled"):
+        raise bad_request("'truncation' must be 'auto' or 'disabled'", "truncation")
 
 
-def _tools(value: Any) -> list[dict[str, Any]]:
-    if value is None:
-        return []
-    if not isinstance(value, list) or not all(isinstance(t, Mapping) for t in value):
-        raise bad_request("'tools' must be an array of objects", "tools")
-    out: list[dict[str, Any]] = []
-    for i, tool in enumerate(value):
-        kind = tool.get("type")
+def _include(value: Any, out: dict[str, Any]) -> None:
+    if not isinstance(value, list):
+        raise bad_request("'include' must be an array", "include")
+    for i, entry in enumerate(value):
+        if entry not in INCLUDE_OK:
+            raise unsupported(f"include[{i}]", f"{entry!r} cannot be produced from chat")
+
+
+def _top_logprobs(value: Any, out: dict[str, Any]) -> None:
+    if as_count(value, "top_logprobs", least=0):
+        raise unsupported("top_logprobs", "log probabilities are not carried through")
+
+
+def _refused(name: str, why: str) -> Field:
+    """A field refused whenever it is set."""
+
+    def refuse(value: Any, out: dict[str, Any]) -> None:
+        raise unsupported(name, why)
+
+    return refuse
+
+
+def _tools(value: Any, out: dict[str, Any]) -> None:
+    tools: list[dict[str, Any]] = []
+    for i, tool in enumerate(as_objects(value, "tools")):
+        tools += _tool(tool, f"tools[{i}]")
+    if tools:
+        out["tools"] = tools
+
+
+def _tool(tool: Mapping[str, Any], where: str) -> list[dict[str, Any]]:
+    kind = tool.get("type")
+    if kind == "function":
+        return [_function_tool(tool, where, "")]
+    if kind == "custom":
+        return [_custom_tool(tool, where, "")]
+    if kind == "namespace":
+        return _namespace(tool, where)
+    raise unsupported(f"{where}.type", f"{kind!r}: {HOSTED}")
+
+
+def _namespace(tool: Mapping[str, Any], where: str) -> list[dict[str, Any]]:
+    _check_keys(tool, ("type", "name", "description", "tools"), where)
+    prefix = as_name(tool.get("name"), f"{where}.name") + "."
+    out = []
+    for j, sub in enumerate(as_objects(tool.get("tools"), f"{where}.tools")):
+        at = f"{where}.tools[{j}]"
+        kind = sub.get("type")
         if kind == "function":
-            out.append(_function_tool(tool, f"tools[{i}]", ""))
+            out.append(_function_tool(sub, at, prefix))
         elif kind == "custom":
-            custom = {"name": _name(tool.get("name"), f"tools[{i}].name")}
-            for key in ("description", "format"):
-                if tool.get(key) is not None:
-                    custom[key] = tool[key]
-            out.append({"type": "custom", "custom": custom})
-        elif kind == "namespace":
-            space = _name(tool.get("name"), f"tools[{i}].name")
-            subs = tool.get("tools")
-            if not isinstance(subs, list):
-                raise bad_request(f"'tools[{i}].tools' must be an array", f"tools[{i}].tools")
-            for j, sub in enumerate(subs):
-                where = f"tools[{i}].tools[{j}]"
-                if not isinstance(sub, Mapping) or sub.get("type") != "function":
-                    raise unsupported(f"{where}.type", "a namespace holds function tools here")
-                out.append(_function_tool(sub, where, space + "."))
+            out.append(_custom_tool(sub, at, prefix))
         else:
-            raise unsupported(f"tools[{i}].type", f"{kind!r}: {HOSTED}")
+            raise unsupported(f"{at}.type", f"{kind!r}: a namespace holds function tools here")
     return out
 
 
 def _function_tool(tool: Mapping[str, Any], where: str, prefix: str) -> dict[str, Any]:
-    fn: dict[str, Any] = {"name": prefix + _name(tool.get("name"), f"{where}.name")}
+    _check_keys(tool, ("type", "name", "description", "parameters", "strict"), where)
+    fn: dict[str, Any] = {"name": prefix + as_name(tool.get("name"), f"{where}.name")}
     if tool.get("description") is not None:
-        fn["description"] = tool["description"]
+        fn["description"] = as_string(tool["description"], f"{where}.description")
     params = tool.get("parameters")
-    if params is not None and not isinstance(params, Mapping):
-        raise bad_request(f"'{where}.parameters' must be an object", f"{where}.parameters")
-    fn["parameters"] = params if params is not None else {"type": "object", "properties": {}}
+    fn["parameters"] = (
+        {"type": "object", "properties": {}}
+        if params is None
+        else dict(as_object(params, f"{where}.parameters"))
+    )
     if tool.get("strict") is not None:
-        fn["strict"] = tool["strict"]
+        fn["strict"] = as_boolean(tool["strict"], f"{where}.strict")
     return {"type": "function", "function": fn}
 
 
-def _tool_choice(choice: Any, where: str) -> Any:
+def _custom_tool(tool: Mapping[str, Any], where: str, prefix: str) -> dict[str, Any]:
+    _check_keys(tool, ("type", "name", "description", "format"), where)
+    custom: dict[str, Any] = {"name": prefix + as_name(tool.get("name"), f"{where}.name")}
+    if tool.get("description") is not None:
+        custom["description"] = as_string(tool["description"], f"{where}.description")
+    if tool.get("format") is not None:
+        custom["format"] = _custom_format(as_object(tool["format"], f"{where}.format"), where)
+    return {"type": "custom", "custom": custom}
+
+
+def _custom_format(fmt: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """A Responses custom tool format as chat's (its grammar nested under ``grammar``)."""
+    at = f"{where}.format"
+    if fmt.get("type") == "text":
+        _check_keys(fmt, ("type",), at)
+        return {"type": "text"}
+    if fmt.get("type") == "grammar":
+        _check_keys(fmt, ("type", "syntax", "definition"), at)
+        grammar = {
+            "definition": as_string(fmt.get("definition"), f"{at}.definition"),
+            "syntax": as_name(fmt.get("syntax"), f"{at}.syntax"),
+        }
+        return {"type": "grammar", "grammar": grammar}
+    raise bad_request(f"'{at}.type' must be 'text' or 'grammar'", f"{at}.type")
+
+
+def _tool_choice_field(value: Any, out: dict[str, Any]) -> None:
+    out["tool_choice"] = _tool_choice(value)
+
+
+def _tool_choice(choice: Any) -> Any:
     if choice in ("auto", "none", "required"):
         return choice
-    if not isinstance(choice, Mapping):
-        raise bad_request(f"{where!r} must be 'auto', 'none', 'required' or an object", where)
+    if isinstance(choice, str) or not isinstance(choice, Mapping):
+        raise bad_request(
+            "'tool_choice' must be 'auto', 'none', 'required' or an object", "tool_choice"
+        )
+    if choice.get("type") != "allowed_tools":
+        return _named_choice(choice, "tool_choice")
+    _check_keys(choice, ("type", "mode", "tools"), "tool_choice")
+    mode = choice.get("mode")
+    if mode not in ("auto", "required"):
+        raise bad_request("'tool_choice.mode' must be 'auto' or 'required'", "tool_choice.mode")
+    tools = as_objects(choice.get("tools"), "tool_choice.tools")
+    named = [_named_choice(t, f"tool_choice.tools[{i}]") for i, t in enumerate(tools)]
+    return {"type": "allowed_tools", "allowed_tools": {"mode": mode, "tools": named}}
+
+
+def _named_choice(choice: Mapping[str, Any], where: str) -> dict[str, Any]:
     kind = choice.get("type")
-    if kind == "function":
-        return {
-            "type": "function",
-            "function": {"name": _name(choice.get("name"), where + ".name")},
-        }
-    if kind == "custom":
-        return {"type": "custom", "custom": {"name": _name(choice.get("name"), where + ".name")}}
-    if kind == "allowed_tools":
-        mode = choice.get("mode", "auto")
-        tools = choice.get("tools")
-        if not isinstance(tools, list):
-            raise bad_request(f"'{where}.tools' must be an array", where + ".tools")
-        return {
-            "type": "allowed_tools",
-            "allowed_tools": {
-                "mode": mode,
-                "tools": [_tool_choice(t, f"{where}.tools[{i}]") for i, t in enumerate(tools)],
-            },
-        }
-    raise unsupported(f"{where}.type", f"{kind!r}: {HOSTED}")
+    if kind not in ("function", "custom"):
+        raise unsupported(f"{where}.type", f"{kind!r}: {HOSTED}")
+    _check_keys(choice, ("type", "name"), where)
+    return {"type": kind, kind: {"name": as_name(choice.get("name"), f"{where}.name")}}
 
 
-# -- the context ----------------------------------------------------------------------
-def _messages(
-    items: Sequence[Mapping[str, Any]], reasoning_field: str, developer_role: str
-) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-    calls: set[str] = set()
-    reasoning: list[str] = []  # waiting for the assistant turn it belongs to
+def _table() -> dict[str, Field]:
+    passed = {
+        "parallel_tool_calls": as_boolean,
+        "temperature": as_number,
+        "top_p": as_number,
+        "presence_penalty": as_number,
+        "frequency_penalty": as_number,
+        "user": as_string,
+        "metadata": as_metadata,
+        "stop": _stop,
+        "prompt_cache_key": as_string,
+        "prompt_cache_retention": as_string,
+        "safety_identifier": as_string,
+        "service_tier": as_string,
+    }
+    table: dict[str, Field] = {name: _passed(name, check) for name, check in passed.items()}
+    table |= {name: _nothing for name in CALLER}
+    table |= {
+        "model": _nothing,
+        "instructions": _nothing,
+        "background": _background,
+        "stream_options": _stream_options,
+        "max_output_tokens": _max_output_tokens,
+        "reasoning": _reasoning,
+        "text": _text,
+        "tools": _tools,
+        "tool_choice": _tool_choice_field,
+        "truncation": _truncation,
+        "include": _include,
+        "top_logprobs": _top_logprobs,
+        "max_tool_calls": _refused("max_tool_calls", "the gateway does not count tool calls"),
+    }
+    for name in ("conversation", "prompt", "context_management"):
+        table[name] = _refused(name, "it has no chat completions equivalent")
+    return table
 
-    def assistant() -> dict[str, Any]:
-        """The assistant message tool calls join: the last one, if nothing came since."""
-        if out and out[-1]["role"] == "assistant" and not reasoning:
-            return out[-1]
-        msg: dict[str, Any] = {"role": "assistant", "content": None}
-        _attach(msg)
-        out.append(msg)
+
+# Body field -> what it does to the chat request (a field not here is unknown).
+FIELDS = _table()
+
+
+# -- the context ------------------------------------------------------------------------
+class _Messages:
+    """Chat messages built from context items, one item at a time."""
+
+    def __init__(self, reasoning_field: str, developer_role: str) -> None:
+        self.reasoning_field = reasoning_field
+        self.developer_role = developer_role
+        self.out: list[dict[str, Any]] = []
+        self.calls: set[str] = set()
+        self.reasoning: list[str] = []  # waiting for the assistant turn it belongs to
+
+    def instructions(self, value: Any) -> None:
+        if value is not None and as_string(value, "instructions"):
+            self.out.append({"role": "system", "content": value})
+
+    def finish(self) -> list[dict[str, Any]]:
+        """The messages (reasoning left at the very end belongs to no message)."""
+        return self.out
+
+    def add(self, item: Mapping[str, Any], where: str) -> None:
+        item = as_object(item, where)
+        kind = item.get("type", "message")
+        if not isinstance(kind, str) or kind not in ITEM_KEYS:
+            raise unsupported(f"{where}.type", f"{kind!r} items cannot be sent to a chat upstream")
+        allowed = ITEM_KEYS[kind]
+        if kind == "message" and item.get("role") == "assistant":
+            allowed = (*allowed, "phase")
+        _check_keys(item, allowed, where)
+        if kind == "message":
+            self._message(item, where)
+        elif kind in ("function_call", "custom_tool_call"):
+            self._call(item, where)
+        elif kind == "reasoning":
+            self._reasoning(item, where)
+        else:
+            self._flush()
+            if kind == "compaction":
+                self._compaction(item, where)
+            else:
+                self._output(item, where)
+
+    def _flush(self) -> None:
+        """Reasoning followed by no assistant turn gets an assistant message of its own."""
+        if self.reasoning:
+            self.out.append(self._assistant(""))
+
+    def _assistant(self, content: str | None) -> dict[str, Any]:
+        msg: dict[str, Any] = {"role": "assistant", "content": content}
+        if self.reasoning:
+            msg[self.reasoning_field] = "\n\n".join(self.reasoning)
+            self.reasoning.clear()
         return msg
 
-    def _attach(msg: dict[str, Any]) -> None:
-        if reasoning:
-            msg[reasoning_field] = "\n\n".join(reasoning)
-            reasoning.clear()
+    def _message(self, item: Mapping[str, Any], where: str) -> None:
+        role = item.get("role")
+        if role not in ROLES:
+            raise bad_request(f"'{where}.role' must be one of {', '.join(ROLES)}", f"{where}.role")
+        parts = _content_parts(item.get("content"), where)
+        if role == "assistant":
+            self.out.append(self._assistant_message(parts, where))
+            return
+        self._flush()
+        chat_role = self.developer_role if role == "developer" else role
+        chat_parts = [_user_part(p, f"{where}.content[{j}]", role) for j, p in enumerate(parts)]
+        self.out.append({"role": chat_role, "content": _chat_content(chat_parts)})
 
-    for i, item in enumerate(items):
-        where = f"input[{i}]"
-        kind = item.get("type")
-        if kind == "message":
-            msg = _message(item, where, developer_role)
-            if msg["role"] == "assistant":
-                _attach(msg)
-            out.append(msg)
-        elif kind in ("function_call", "custom_tool_call"):
-            call_id = _name(item.get("call_id"), f"{where}.call_id")
-            calls.add(call_id)
-            msg = assistant()
-            msg.setdefault("tool_calls", []).append(_call(item, where, call_id))
-        elif kind in ("function_call_output", "custom_tool_call_output"):
-            output_id = item.get("call_id")
-            if output_id not in calls:
-                raise GatewayError(
-                    400,
-                    f"No tool call found for function call output with call_id {output_id!r}.",
-                    code="tool_call_not_found",
-                    param="input",
-                )
-            out.append({"role": "tool", "tool_call_id": output_id, "content": _output(item, where)})
-        elif kind == "reasoning":
-            text = _reasoning_text(item)
-            if text:
-                reasoning.append(text)
-            elif item.get("encrypted_content"):
-                raise unsupported(
-                    f"{where}.encrypted_content", "a chat completions upstream cannot read it"
-                )
-        elif kind == "compaction":
-            summary = open_summary(item.get("encrypted_content"), f"{where}.encrypted_content")
-            content = "Summary of the earlier conversation:\n" + summary
-            out.append({"role": developer_role, "content": content})
+    def _assistant_message(self, parts: list[Mapping[str, Any]], where: str) -> dict[str, Any]:
+        texts: list[str] = []
+        refusals: list[str] = []
+        for j, part in enumerate(parts):
+            at = f"{where}.content[{j}]"
+            kind = _part_kind(part, at)
+            if kind in TEXT_PARTS:
+                texts.append(as_string(part.get("text"), f"{at}.text"))
+            elif kind == "refusal":
+                refusals.append(as_string(part.get("refusal"), f"{at}.refusal"))
+            else:
+                raise unsupported(f"{at}.type", "a chat assistant message holds text only")
+        msg = self._assistant("".join(texts) if texts or not refusals else None)
+        if refusals:
+            msg["refusal"] = "".join(refusals)
+        return msg
+
+    def _call(self, item: Mapping[str, Any], where: str) -> None:
+        call_id = as_name(item.get("call_id"), f"{where}.call_id")
+        name = as_name(item.get("name"), f"{where}.name")
+        if item.get("namespace") is not None:
+            name = f"{as_name(item['namespace'], f'{where}.namespace')}.{name}"
+        if item["type"] == "custom_tool_call":
+            custom = {"name": name, "input": as_string(item.get("input"), f"{where}.input")}
+            call = {"id": call_id, "type": "custom", "custom": custom}
         else:
-            raise unsupported(f"{where}.type", f"{kind!r} items cannot be sent to a chat upstream")
-    return out
+            arguments = as_string(item.get("arguments"), f"{where}.arguments")
+            function = {"name": name, "arguments": arguments}
+            call = {"id": call_id, "type": "function", "function": function}
+        self.calls.add(call_id)
+        last = self.out[-1] if self.out else None
+        if last is None or last["role"] != "assistant" or self.reasoning:
+            last = self._assistant(None)
+            self.out.append(last)
+        last.setdefault("tool_calls", []).append(call)
+
+    def _output(self, item: Mapping[str, Any], where: str) -> None:
+        call_id = item.get("call_id")
+        if not isinstance(call_id, str) or call_id not in self.calls:
+            raise GatewayError(
+                400,
+                f"No tool call found for function call output with call_id {call_id!r}.",
+                code="tool_call_not_found",
+                param="input",
+            )
+        content = _tool_output(item.get("output"), f"{where}.output")
+        self.out.append({"role": "tool", "tool_call_id": call_id, "content": content})
+
+    def _reasoning(self, item: Mapping[str, Any], where: str) -> None:
+        text = _reasoning_text(item, where)
+        if text:
+            self.reasoning.append(text)
+        elif item.get("encrypted_content"):
+            raise unsupported(
+                f"{where}.encrypted_content", "a chat completions upstream cannot read it"
+            )
+
+    def _compaction(self, item: Mapping[str, Any], where: str) -> None:
+        summary = open_summary(item.get("encrypted_content"), f"{where}.encrypted_content")
+        self.out.append({"role": self.developer_role, "content": SUMMARY_HEADER + summary})
 
 
-def _message(item: Mapping[str, Any], where: str, developer_role: str) -> dict[str, Any]:
-    role = item["role"]
-    parts: list[dict[str, Any]] = []
-    refusal: list[str] = []
-    for j, part in enumerate(item["content"]):
-        at = f"{where}.content[{j}]"
-        kind = part.get("type")
-        if kind in ("input_text", "output_text", "text"):
-            if not isinstance(part.get("text"), str):
-                raise bad_request(f"'{at}.text' must be a string", f"{at}.text")
-            parts.append({"type": "text", "text": part["text"]})
-        elif kind == "refusal" and role == "assistant":
-            refusal.append(str(part.get("refusal", "")))
-        elif kind in ("input_image", "input_file") and role == "user":
-            parts.append(_media(part, at))
-        elif kind in ("input_image", "input_file"):
-            raise unsupported(f"{at}.type", f"a chat {role} message holds text only")
-        else:
-            raise unsupported(f"{at}.type", f"{kind!r} has no chat content part")
-    msg: dict[str, Any] = {"role": developer_role if role == "developer" else role}
-    if role != "user" or all(p["type"] == "text" for p in parts):
-        msg["content"] = "".join(p["text"] for p in parts) if len(parts) != 1 else parts[0]["text"]
-        if len(parts) > 1 and role == "user":
-            msg["content"] = parts
-    else:
-        msg["content"] = parts
-    if refusal:
-        msg["refusal"] = "".join(refusal)
-        if not parts:
-            msg["content"] = None
-    return msg
+def _content_parts(content: Any, where: str) -> list[Mapping[str, Any]]:
+    if isinstance(content, str):
+        return [{"type": "input_text", "text": content}]
+    if not isinstance(content, list):
+        at = f"{where}.content"
+        raise bad_request(f"{at!r} must be a string or an array of parts", at)
+    return as_objects(content, f"{where}.content")
 
 
-def _media(part: Mapping[str, Any], at: str) -> dict[str, Any]:
-    if part["type"] == "input_image":
-        url = part.get("image_url")
-        if not isinstance(url, str) or not url:
-            if part.get("file_id"):
-                raise unsupported(f"{at}.file_id", "a chat upstream cannot resolve file ids")
-            raise bad_request(f"'{at}.image_url' must be a URL", f"{at}.image_url")
-        image: dict[str, Any] = {"url": url}
-        if part.get("detail") not in (None, "auto"):
-            image["detail"] = part["detail"]
-        return {"type": "image_url", "image_url": image}
-    if part.get("file_url"):
+def _part_kind(part: Mapping[str, Any], at: str) -> str:
+    kind = part.get("type")
+    if not isinstance(kind, str) or kind not in PART_KEYS:
+        raise unsupported(f"{at}.type", f"{kind!r} has no chat content part")
+    _check_keys(part, PART_KEYS[kind], at)
+    return kind
+
+
+def _chat_content(parts: list[dict[str, Any]]) -> str | list[dict[str, Any]]:
+    """One text part as a plain string, none as ``""``, else the list of parts."""
+    if not parts:
+        return ""
+    if len(parts) == 1 and parts[0]["type"] == "text":
+        return str(parts[0]["text"])
+    return parts
+
+
+def _user_part(part: Mapping[str, Any], at: str, role: str) -> dict[str, Any]:
+    """A part of a user, system or developer message as a chat content part."""
+    kind = _part_kind(part, at)
+    if kind in TEXT_PARTS:
+        return {"type": "text", "text": as_string(part.get("text"), f"{at}.text")}
+    if kind in MEDIA_PARTS and role != "user":
+        raise unsupported(f"{at}.type", f"a chat {role} message holds text only")
+    if kind == "input_image":
+        return _image_part(part, at)
+    if kind == "input_file":
+        return _file_part(part, at)
+    raise unsupported(f"{at}.type", f"{kind!r} parts belong in assistant messages")
+
+
+def _image_part(part: Mapping[str, Any], at: str) -> dict[str, Any]:
+    if part.get("file_id") is not None:
+        raise unsupported(f"{at}.file_id", "a chat upstream cannot resolve file ids for images")
+    image = {"url": as_name(part.get("image_url"), f"{at}.image_url")}
+    detail = part.get("detail")
+    if detail is not None and as_string(detail, f"{at}.detail") != "auto":
+        image["detail"] = detail
+    return {"type": "image_url", "image_url": image}
+
+
+def _file_part(part: Mapping[str, Any], at: str) -> dict[str, Any]:
+    if part.get("file_url") is not None:
         raise unsupported(f"{at}.file_url", "a chat upstream takes file data, not a URL")
-    file: dict[str, Any] = {}
-    for key in ("file_data", "file_id", "filename"):
-        if part.get(key) is not None:
-            file[key] = part[key]
+    file = {
+        key: as_string(part[key], f"{at}.{key}")
+        for key in ("file_data", "file_id", "filename")
+        if part.get(key) is not None
+    }
     if "file_data" not in file and "file_id" not in file:
-        raise bad_request(f"'{at}' needs file_data or file_id", f"{at}.file_data")
+        raise bad_request(f"{at!r} needs file_data or file_id", f"{at}.file_data")
     return {"type": "file", "file": file}
 
 
-def _call(item: Mapping[str, Any], where: str, call_id: str) -> dict[str, Any]:
-    name = _name(item.get("name"), f"{where}.name")
-    if item["type"] == "custom_tool_call":
-        return {
-            "id": call_id,
-            "type": "custom",
-            "custom": {"name": name, "input": item.get("input", "")},
-        }
-    if item.get("namespace"):
-        name = f"{item['namespace']}.{name}"
-    arguments = item.get("arguments", "")
-    if not isinstance(arguments, str):
-        raise bad_request(f"'{where}.arguments' must be a string", f"{where}.arguments")
-    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
-
-
-def _output(item: Mapping[str, Any], where: str) -> str:
-    output = item.get("output")
+def _tool_output(output: Any, where: str) -> str:
+    """A tool output (a string, or text parts joined) as the chat tool message content."""
     if isinstance(output, str):
         return output
-    if isinstance(output, list):
-        texts = []
-        for j, part in enumerate(output):
-            if not isinstance(part, Mapping) or part.get("type") not in (
-                "input_text",
-                "output_text",
-            ):
-                raise unsupported(f"{where}.output[{j}]", "a chat tool message holds text only")
-            texts.append(str(part.get("text", "")))
-        return "".join(texts)
-    raise bad_request(f"'{where}.output' must be a string or an array of parts", f"{where}.output")
+    if not isinstance(output, list):
+        raise bad_request(f"{where!r} must be a string or an array of parts", where)
+    texts = []
+    for j, part in enumerate(as_objects(output, where)):
+        at = f"{where}[{j}]"
+        kind = _part_kind(part, at)
+        if kind not in TEXT_PARTS:
+            raise unsupported(f"{at}.type", "a chat tool message holds text only")
+        texts.append(as_string(part.get("text"), f"{at}.text"))
+    return "".join(texts)
 
 
-def _reasoning_text(item: Mapping[str, Any]) -> str:
-    content = [p.get("text", "") for p in item.get("content") or () if isinstance(p, Mapping)]
-    if any(content):
-        return "".join(content)
-    summary = [p.get("text", "") for p in item.get("summary") or () if isinstance(p, Mapping)]
+def _reasoning_text(item: Mapping[str, Any], where: str) -> str:
+    """The reasoning text of a reasoning item: its raw text, else its summaries."""
+    raw = _texts(item.get("content"), "reasoning_text", f"{where}.content")
+    if any(raw):
+        return "".join(raw)
+    summary = _texts(item.get("summary"), "summary_text", f"{where}.summary")
     return "\n\n".join(s for s in summary if s)
+
+
+def _texts(parts: Any, kind: str, where: str) -> list[str]:
+    if parts is None:
+        return []
+    out = []
+    for j, part in enumerate(as_objects(parts, where)):
+        at = f"{where}[{j}]"
+        if part.get("type") != kind:
+            raise bad_request(f"'{at}.type' must be {kind!r}", f"{at}.type")
+        _check_keys(part, ("type", "text"), at)
+        out.append(as_string(part.get("text"), f"{at}.text"))
+    return out

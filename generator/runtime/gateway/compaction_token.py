@@ -1,7 +1,8 @@
 """The ``encrypted_content`` of the gateway's own ``compaction`` items.
 
-It is an encoding, not encryption: it holds only the summary text, which the client
-could as well have sent as a message.
+It is an encoding, not encryption: ``rsgc1.`` then the unpadded base64url of
+``{"summary": ...}``.  It holds only the summary text, which the client could as
+well have sent as a message, so it needs no secret and no key.
 """
 
 from __future__ import annotations
@@ -11,14 +12,15 @@ import binascii
 import json
 from typing import Any
 
-from .errors import bad_request
+from .errors import GatewayError, bad_request
 
 PREFIX = "rsgc1."
 
 
 def seal_summary(summary: str) -> str:
+    """The token that carries ``summary``."""
     raw = json.dumps({"summary": summary}, ensure_ascii=False).encode()
-    return PREFIX + base64.urlsafe_b64encode(raw).decode().rstrip("=")
+    return PREFIX + base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
 
 
 def open_summary(token: Any, param: str) -> str:
@@ -27,7 +29,8 @@ def open_summary(token: Any, param: str) -> str:
         raise _invalid(param)
     data = token[len(PREFIX) :]
     try:
-        body = json.loads(base64.urlsafe_b64decode(data + "=" * (-len(data) % 4)))
+        raw = base64.b64decode(data + "=" * (-len(data) % 4), altchars=b"-_", validate=True)
+        body = json.loads(raw)
     except (ValueError, binascii.Error):
         raise _invalid(param) from None
     summary = body.get("summary") if isinstance(body, dict) else None
@@ -36,7 +39,7 @@ def open_summary(token: Any, param: str) -> str:
     return summary
 
 
-def _invalid(param: str) -> Exception:
+def _invalid(param: str) -> GatewayError:
     return bad_request(
         "this compaction item was not made by this gateway, so it cannot be read",
         param,

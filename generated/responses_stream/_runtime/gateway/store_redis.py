@@ -4,8 +4,9 @@
 URLs: ``redis://[user:password@]host[:port][/db]``, ``rediss://...`` (TLS) and
 ``unix:///path/to/redis.sock[?db=N]``, with ``?prefix=NAME`` (key prefix, default
 ``responses-stream:``) and ``?ttl=SECONDS`` (expiry, default none); any other query option
-goes to redis-py (``socket_timeout=...``).  A record is a string at ``prefix + id``; nothing
-is cached in the process, so every replica sees every write as soon as it is acknowledged.
+goes to redis-py (``socket_timeout=...``, ``max_connections=...``).  A record is a string at
+``prefix + id``; nothing is cached in the process, so every replica sees every write as soon
+as Redis acknowledged it.
 """
 
 from __future__ import annotations
@@ -23,9 +24,12 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 DEFAULT_PREFIX = "responses-stream:"
-# Defaults a URL's own query options override: a dead Redis fails a request, never hangs it.
+# Defaults a URL's own query options override: a dead Redis fails a request, never hangs it,
+# and past MAX_CONNECTIONS concurrent calls a call waits (up to TIMEOUT) for a free connection.
 CONNECT_TIMEOUT = 5.0
 TIMEOUT = 10.0
+MAX_CONNECTIONS = 64
+RETRIES = 3  # SET, GET and DEL are safe to send again
 
 
 @dataclass(frozen=True)
@@ -104,13 +108,22 @@ def _client(url: str) -> Redis:
     """A redis.asyncio client for ``url`` (no connection yet); ImportError without redis."""
     try:
         import redis.asyncio
+        from redis.asyncio.retry import Retry
+        from redis.backoff import ExponentialWithJitterBackoff
     except ImportError:
         raise ImportError(
             "the Redis store needs the redis package: pip install 'responses-stream[gateway]'"
         ) from None
-    return redis.asyncio.Redis.from_url(
-        url, socket_connect_timeout=CONNECT_TIMEOUT, socket_timeout=TIMEOUT
+    pool = redis.asyncio.BlockingConnectionPool.from_url(
+        url,
+        max_connections=MAX_CONNECTIONS,
+        timeout=TIMEOUT,
+        socket_connect_timeout=CONNECT_TIMEOUT,
+        socket_timeout=TIMEOUT,
+        # a connection Redis dropped (a restart, a failover) is made again, not an error
+        retry=Retry(ExponentialWithJitterBackoff(base=0.05, cap=1.0), RETRIES),
     )
+    return redis.asyncio.Redis.from_pool(pool)
 
 
 class RedisStore:

@@ -1,0 +1,435 @@
+"""The gateway under load: 200 concurrent streams, its throughput, latency and memory.
+
+Three processes on this machine: the fake Chat Completions upstream
+(``benchmarks.fake_chat_upstream``), the gateway (``python -m responses_stream serve``,
+``memory:`` store) and this one, which runs waves of ``CLIENTS`` concurrent streaming
+clients (one connection each, kept alive from wave to wave) and reads every stream to
+its end.
+
+- A gateway wave posts ``{"model": "m", "input": "hi N", "stream": true, "store": false}``
+  to the gateway's ``/v1/responses``: every stream must end with ``response.completed``
+  and carry one text or reasoning delta event per delta chunk the upstream sent.  A
+  direct wave posts the chat request the gateway would send to the upstream itself and
+  reads its chunks to ``[DONE]``.
+- Latency: the upstream stamps every chunk with its send time (``"t"``, ns).  A direct
+  client reads it from the chunk; through the gateway, which drops it, the k-th delta
+  event of a stream is matched to the k-th delta chunk the upstream sent for that
+  stream (``GET /sent``, keyed by the input text).  Latency is arrival (the read that
+  completed the event) minus send; what the gateway adds is the difference of the two
+  paths' medians over their waves.
+- Throughput: events and streams a second over each wave; CPU: each process's
+  user + system time over each wave (``/proc/PID/stat``).
+- Memory: the gateway's resident set (``VmRSS``), sampled every 0.5 s and read after
+  every gateway wave; after the last wave it must be within 10% of after the first.
+
+The direct waves run between the first gateway waves (order alternating) so both paths
+see the machine alike; the rest are gateway waves, for the memory series.  ``store`` is
+false: the ``memory:`` store keeps every stored response by design (it is for tests),
+which would measure the store, not the gateway.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import statistics
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+import httpx
+
+from .harness import ROOT, Report, Row, Target, python
+
+SECTION = "Gateway load"
+CLIENTS = 200
+CHUNKS = 200  # delta chunks a stream (a quarter reasoning, the rest text)
+INTERVAL = 0.005  # seconds before each chunk
+SAMPLE_EVERY = 0.5  # seconds between two RSS samples
+RSS_BOUND = 1.10
+MIB = 1024 * 1024
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+@dataclass
+class Wave:
+    kind: str  # "gateway" or "direct"
+    seconds: float
+    streams: int  # streams read to a correct end
+    events: int  # SSE events received, all streams
+    latencies: list[int]  # ns, send → arrival, every delta event of a correct stream
+    failures: list[str]
+    cpu: dict[str, float]  # process → CPU seconds over the wave
+
+    @property
+    def events_per_s(self) -> float:
+        return self.events / self.seconds
+
+    @property
+    def streams_per_s(self) -> float:
+        return self.streams / self.seconds
+
+    def quantile(self, q: float) -> float:
+        """The ``q`` quantile of the latencies, ms (0 when there are none)."""
+        ordered = sorted(self.latencies)
+        return ordered[round(q * (len(ordered) - 1))] / 1e6 if ordered else 0.0
+
+
+@dataclass
+class GatewayLoad:
+    """One run's figures, for the "Gateway load" section ``report.py`` writes."""
+
+    clients: int
+    chunks: int
+    interval: float
+    quick: bool
+    waves: list[Wave] = field(default_factory=list)
+    rss_idle: float = 0.0  # MiB, before the first wave
+    rss_after: list[float] = field(default_factory=list)  # MiB, after each gateway wave
+    rss_peak: float = 0.0  # MiB, the largest 0.5 s sample
+    samples: int = 0
+    logged: list[str] = field(default_factory=list)  # what the gateway wrote to its log
+
+    def of(self, kind: str) -> list[Wave]:
+        return [w for w in self.waves if w.kind == kind]
+
+    def median(self, kind: str, figure: Callable[[Wave], float]) -> float:
+        return statistics.median(figure(w) for w in self.of(kind))
+
+    def added(self, q: float) -> float:
+        """What the gateway adds to the ``q`` quantile of latency, ms."""
+        return self.median("gateway", lambda w: w.quantile(q)) - self.median(
+            "direct", lambda w: w.quantile(q)
+        )
+
+    @property
+    def rss_ratio(self) -> float:
+        return self.rss_after[-1] / self.rss_after[0]
+
+    @property
+    def failures(self) -> list[str]:
+        return [f"{w.kind} wave: {f}" for w in self.waves for f in w.failures]
+
+    def cpu_per_delta(self, process: str) -> float:
+        """µs of ``process``'s CPU per delta chunk, median over the gateway waves."""
+        return self.median("gateway", lambda w: w.cpu[process] / (w.streams or 1) / self.chunks)
+
+
+# -- processes -------------------------------------------------------------------------
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def server(cmd: list[str], health: str, log: IO[bytes]) -> Iterator[subprocess.Popen[bytes]]:
+    """``cmd`` running (its output in ``log``) until the block ends, once ``health`` is 200."""
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            if proc.poll() is not None:
+                log.seek(0)
+                raise RuntimeError(f"{' '.join(cmd)} exited {proc.returncode}: {log.read()!r}")
+            try:
+                if httpx.get(health, timeout=1, trust_env=False).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{health} did not answer 200 within 30 s")
+            time.sleep(0.1)
+        yield proc
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def rss(pid: int) -> float:
+    """The resident set of process ``pid``, MiB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024 / MIB
+    raise RuntimeError(f"no VmRSS for process {pid}")
+
+
+def cpu(pid: int) -> float:
+    """User + system CPU seconds process ``pid`` has used."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    fields = stat[stat.rindex(")") + 2 :].split()
+    return (int(fields[11]) + int(fields[12])) / TICK
+
+
+# -- clients ---------------------------------------------------------------------------
+@dataclass
+class Read:
+    """One stream as a client read it."""
+
+    events: int = 0
+    arrivals: list[int] = field(default_factory=list)  # ns, every delta event
+    sent: list[int] = field(default_factory=list)  # ns, every delta chunk (direct only)
+    last: bytes = b""  # the last event's name (gateway) or frame (direct)
+    error: str = ""
+
+
+def gateway_frame(out: Read, frame: bytes, now: int) -> None:
+    name = frame[7 : frame.find(b"\n")] if frame.startswith(b"event: ") else frame[:80]
+    out.events += 1
+    out.last = name
+    if name.endswith(b"_text.delta"):  # output_text, reasoning_text
+        out.arrivals.append(now)
+
+
+def direct_frame(out: Read, frame: bytes, now: int) -> None:
+    out.events += 1
+    out.last = frame[:80]
+    if b'content":"' in frame:  # content, reasoning_content
+        out.arrivals.append(now)
+        out.sent.append(int(frame[frame.rindex(b'"t":') + 4 : -1]))
+
+
+async def read_stream(
+    client: httpx.AsyncClient,
+    url: str,
+    body: dict[str, Any],
+    on_frame: Callable[[Read, bytes, int], None],
+) -> Read:
+    """POST ``body`` and read the SSE answer to its end, each frame to ``on_frame``."""
+    out = Read()
+    try:
+        async with client.stream("POST", url, json=body) as response:
+            if response.status_code != 200:
+                out.error = f"HTTP {response.status_code}: {(await response.aread())[:300]!r}"
+                return out
+            buf = b""
+            async for data in response.aiter_raw():
+                now = time.time_ns()
+                *frames, buf = (buf + data).split(b"\n\n")
+                for frame in frames:
+                    on_frame(out, frame, now)
+    except httpx.HTTPError as exc:
+        cause = exc.__cause__ or exc.__context__
+        out.error = f"{exc!r} (from {cause!r}) after {out.events} events"
+    return out
+
+
+class Bench:
+    def __init__(self, result: GatewayLoad, gateway: str, upstream: str, pids: dict[str, int]):
+        self.result, self.gateway, self.upstream, self.pids = result, gateway, upstream, pids
+
+    def cpu_now(self) -> dict[str, float]:
+        out = {name: cpu(pid) for name, pid in self.pids.items()}
+        out["client"] = time.process_time()
+        return out
+
+    async def wave(self, client: httpx.AsyncClient, kind: str) -> Wave:
+        texts = [f"hi {i}" for i in range(self.result.clients)]
+        if kind == "gateway":
+            url, on_frame, end = (
+                f"{self.gateway}/v1/responses",
+                gateway_frame,
+                b"response.completed",
+            )
+            bodies = [
+                {"model": "m", "input": text, "stream": True, "store": False} for text in texts
+            ]
+        else:
+            url, on_frame, end = (
+                f"{self.upstream}/v1/chat/completions",
+                direct_frame,
+                b"data: [DONE]",
+            )
+            bodies = [
+                {
+                    "model": "m",
+                    "messages": [{"role": "user", "content": text}],
+                    "stream": True,
+                    "stream_options": {"include_usage": True},
+                }
+                for text in texts
+            ]
+        cpu0, t0 = self.cpu_now(), time.perf_counter()
+        reads = await asyncio.gather(*(read_stream(client, url, b, on_frame) for b in bodies))
+        seconds = time.perf_counter() - t0
+        cpu1 = self.cpu_now()
+        sent = (await client.get(f"{self.upstream}/sent")).json()  # the upstream forgets them
+        failures: list[str] = []
+        latencies: list[int] = []
+        streams = events = 0
+        for text, r in zip(texts, reads, strict=True):
+            times = r.sent if kind == "direct" else sent.get(text, [])
+            events += r.events
+            if r.error:
+                failures.append(r.error)
+            elif r.last != end:
+                failures.append(f"the stream ended with {r.last!r}, not {end.decode()}")
+            elif len(r.arrivals) != len(times) or len(times) != self.result.chunks:
+                failures.append(
+                    f"{len(r.arrivals)} delta events for {len(times)} delta chunks sent "
+                    f"(of {self.result.chunks})"
+                )
+            else:
+                streams += 1
+                latencies += [a - s for a, s in zip(r.arrivals, times, strict=True)]
+        used = {name: cpu1[name] - cpu0[name] for name in cpu0}
+        return Wave(kind, seconds, streams, events, latencies, failures, used)
+
+    async def drive(self, schedule: list[str]) -> None:
+        result, pid = self.result, self.pids["gateway"]
+        limits = httpx.Limits(max_connections=None, max_keepalive_connections=result.clients + 16)
+        timeout = httpx.Timeout(120, connect=30, pool=None)
+        samples: list[float] = []
+
+        async def sample() -> None:
+            while True:
+                samples.append(rss(pid))
+                await asyncio.sleep(SAMPLE_EVERY)
+
+        result.rss_idle = rss(pid)
+        async with httpx.AsyncClient(limits=limits, timeout=timeout, trust_env=False) as client:
+            sampler = asyncio.create_task(sample())
+            try:
+                for n, kind in enumerate(schedule, 1):
+                    w = await self.wave(client, kind)
+                    result.waves.append(w)
+                    after = ""
+                    if kind == "gateway":
+                        result.rss_after.append(rss(pid))
+                        after = f", gateway RSS {result.rss_after[-1]:.1f} MiB"
+                    print(
+                        f"  wave {n:>2}/{len(schedule)} {kind:<7} {w.seconds:5.2f} s: "
+                        f"{w.streams}/{result.clients} streams, {w.events_per_s:,.0f} events/s,"
+                        f" delta latency p50 {w.quantile(0.5):,.0f} ms, "
+                        f"p99 {w.quantile(0.99):,.0f} ms; CPU s "
+                        + ", ".join(f"{k} {v:.1f}" for k, v in w.cpu.items())
+                        + after
+                    )
+                    for failure in w.failures[:3]:
+                        print(f"    failed: {failure}")
+            finally:
+                sampler.cancel()
+        result.rss_peak = max(samples)
+        result.samples = len(samples)
+
+
+def schedule(gateway_waves: int, direct_waves: int) -> list[str]:
+    """Gateway waves, a direct wave beside each of the first ones (order alternating)."""
+    out: list[str] = []
+    for i in range(gateway_waves):
+        pair = ["direct", "gateway"] if i % 2 == 0 else ["gateway", "direct"]
+        out += pair if i < direct_waves else ["gateway"]
+    return out
+
+
+def run(report: Report, quick: bool) -> GatewayLoad:
+    gateway_waves, direct_waves = (3, 1) if quick else (10, 3)
+    print(
+        f"\n== {SECTION}: {CLIENTS} concurrent streams, {CHUNKS} delta chunks each, "
+        f"{INTERVAL * 1000:g} ms apart =="
+    )
+    result = GatewayLoad(CLIENTS, CHUNKS, INTERVAL, quick)
+    up_port, gw_port = free_port(), free_port()
+    upstream, gateway = f"http://127.0.0.1:{up_port}", f"http://127.0.0.1:{gw_port}"
+    up_cmd = [python(), "-m", "benchmarks.fake_chat_upstream", "--port", str(up_port)]
+    up_cmd += ["--chunks", str(CHUNKS), "--interval", str(INTERVAL)]
+    gw_cmd = [python(), "-m", "responses_stream", "serve", "--upstream", f"{upstream}/v1"]
+    gw_cmd += ["--port", str(gw_port), "--store", "memory:", "--log-level", "warning"]
+    with (
+        tempfile.TemporaryFile() as up_log,
+        tempfile.TemporaryFile() as gw_log,
+        server(up_cmd, f"{upstream}/health", up_log) as up,
+        server(gw_cmd, f"{gateway}/health", gw_log) as gw,
+    ):
+        bench = Bench(result, gateway, upstream, {"gateway": gw.pid, "upstream": up.pid})
+        asyncio.run(bench.drive(schedule(gateway_waves, direct_waves)))
+        gw_log.seek(0)
+        result.logged = gw_log.read().decode(errors="replace").splitlines()
+    _record(report, result)
+    return result
+
+
+def _record(report: Report, result: GatewayLoad) -> None:
+    gw, direct = result.of("gateway"), result.of("direct")
+    started = len(result.waves) * result.clients
+    failures = result.failures
+    for line in result.logged[:10]:
+        print(f"  gateway logged: {line}")
+    if failures:
+        report.notes.append(
+            f"Gateway load: {len(failures)} of {started:,} streams failed; the first: {failures[0]}"
+        )
+    else:
+        report.check(
+            f"gateway load: each of {len(gw) * result.clients:,} streams through the gateway "
+            f"ended with response.completed, one delta event per delta chunk sent"
+        )
+    cands = {"gateway": gw, "upstream direct": direct}
+    figures: dict[str, tuple[str, Callable[[Wave], float]]] = {
+        "streams a second": ("streams/s", lambda w: w.streams_per_s),
+        "events a second": ("events/s", lambda w: w.events_per_s),
+        "delta latency p50, send → arrival": ("ms", lambda w: w.quantile(0.5)),
+        "delta latency p99, send → arrival": ("ms", lambda w: w.quantile(0.99)),
+    }
+    for path, (unit, figure) in figures.items():
+        samples = {name: [figure(w) for w in ws] for name, ws in cands.items()}
+        report.add(SECTION, f"{path}, {result.clients} concurrent", samples, unit, ("gateway",))
+    report.rows.append(
+        Row(
+            SECTION,
+            f"gateway RSS after each of {len(gw)} waves",
+            "gateway",
+            statistics.median(result.rss_after),
+            "MiB",
+            result.rss_after,
+            True,
+        )
+    )
+    report.targets.append(
+        Target(
+            SECTION,
+            f"{started:,} streams, {result.clients} concurrent",
+            "streams completed / streams started",
+            (started - len(failures)) / started,
+            ">=",
+            1.0,
+        )
+    )
+    report.targets.append(
+        Target(
+            SECTION,
+            f"gateway RSS, after wave {len(gw)} vs after wave 1",
+            f"RSS (wave {len(gw)}) / RSS (wave 1)",
+            result.rss_ratio,
+            "<=",
+            RSS_BOUND,
+            "memory stays flat",
+        )
+    )
+    print(
+        f"  added by the gateway: delta latency p50 {result.added(0.5):+,.0f} ms, "
+        f"p99 {result.added(0.99):+,.0f} ms; gateway CPU {result.cpu_per_delta('gateway'):.0f} "
+        f"µs a delta chunk; RSS idle {result.rss_idle:.1f} MiB, after wave 1 "
+        f"{result.rss_after[0]:.1f}, after wave {len(gw)} {result.rss_after[-1]:.1f} "
+        f"({result.rss_ratio:.2f}×), peak {result.rss_peak:.1f}"
+    )
+
+
+if __name__ == "__main__":  # python -m benchmarks.bench_gateway [--quick]: this one alone
+    import sys
+
+    from . import report as report_module
+
+    r = Report()
+    run(r, "--quick" in sys.argv)
+    print("\n" + report_module.table(r))
