@@ -19,12 +19,13 @@ from typing import Any
 import httpx
 import jsonschema
 from http_support import serve
+from starlette.applications import Starlette
 
 from responses_stream._runtime.gateway.app import create_app
 from responses_stream._runtime.gateway.config import GatewayConfig
 from responses_stream._runtime.gateway.state import Gateway
 from responses_stream._runtime.gateway.store import open_store
-from responses_stream._runtime.gateway.upstream import Upstream
+from responses_stream._runtime.gateway.upstream import Timeouts, Upstream
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = "openresponses-openapi-2026-04-24.json"
@@ -143,3 +144,12 @@ def event_errors(event: Mapping[str, Any]) -> list[str]:
     if name is None:
         return [f"{event.get('type')}: not an Open Responses event"]
     return schema_errors(name, event)
+
+
+def proxy_app(
+    upstream: str, *, connect_timeout: float = 10.0, read_timeout: float = 300.0
+) -> Starlette:
+    """The gateway's app for ``upstream`` with the given timeouts (a memory store)."""
+    return create_app(
+        build(upstream, timeouts=Timeouts(connect=connect_timeout, read=read_timeout))
+    )

@@ -150,7 +150,12 @@ async def plan_turn(
         context = await load_context(
             store, previous, cache=cache, max_chain=config.max_chain, status=missing_status
         )
-    chat_body = chat_request(body, [*context, *inputs], reasoning_field=config.reasoning_field)
+    chat_body = chat_request(
+        body,
+        [*context, *inputs],
+        reasoning_field=config.reasoning_field,
+        context_len=len(context),
+    )
     keep = body.get("store")
     echo = {k: v for k, v in body.items() if k not in ("input", *TRANSPORT_FIELDS)}
     echo["store"] = keep is not False
