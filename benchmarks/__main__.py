@@ -12,6 +12,7 @@ import time
 from . import (
     bench_emit,
     bench_from_chat,
+    bench_gateway,
     bench_generate,
     bench_memory,
     bench_to_chat,
@@ -33,9 +34,10 @@ def main(argv: list[str]) -> int:
     bench_validate.run(r, 1 if quick else 3)
     bench_memory.run(r)
     bench_generate.run(r, 1 if quick else 3)
+    gateway = bench_gateway.run(r, quick)
     print("\n" + report.table(r))
     if not quick:
-        report.write(r, load_start, time.time() - start)
+        report.write(r, load_start, time.time() - start, gateway)
     return 0
 
 

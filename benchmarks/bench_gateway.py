@@ -1,31 +1,33 @@
-"""The gateway under load: 200 concurrent streams, its throughput, latency and memory.
+"""The gateway under load: waves of 200 concurrent streams; throughput, latency, memory.
 
 Three processes on this machine: the fake Chat Completions upstream
-(``benchmarks.fake_chat_upstream``), the gateway (``python -m responses_stream serve``,
-``memory:`` store) and this one, which runs waves of ``CLIENTS`` concurrent streaming
-clients (one connection each, kept alive from wave to wave) and reads every stream to
-its end.
+(``benchmarks.fake_chat_upstream``), the gateway (``python -m responses_stream serve
+--store memory:``) and this one, which runs waves of ``CLIENTS`` concurrent streaming
+clients and reads every stream to its end.  Each wave has an ``httpx.AsyncClient`` of
+its own, so each stream has a connection of its own (see ``Bench.wave``).
 
 - A gateway wave posts ``{"model": "m", "input": "hi N", "stream": true, "store": false}``
   to the gateway's ``/v1/responses``: every stream must end with ``response.completed``
   and carry one text or reasoning delta event per delta chunk the upstream sent.  A
-  direct wave posts the chat request the gateway would send to the upstream itself and
-  reads its chunks to ``[DONE]``.
+  direct wave posts the chat request the gateway would send straight to the upstream
+  and reads its chunks to ``[DONE]``.
 - Latency: the upstream stamps every chunk with its send time (``"t"``, ns).  A direct
   client reads it from the chunk; through the gateway, which drops it, the k-th delta
   event of a stream is matched to the k-th delta chunk the upstream sent for that
   stream (``GET /sent``, keyed by the input text).  Latency is arrival (the read that
-  completed the event) minus send; what the gateway adds is the difference of the two
-  paths' medians over their waves.
-- Throughput: events and streams a second over each wave; CPU: each process's
-  user + system time over each wave (``/proc/PID/stat``).
+  completed the event) minus send; the gateway adds the difference between the two
+  paths' medians (over their waves) of each quantile.
+- Throughput: events and streams a second over each wave; CPU: each process's user +
+  system time over each wave (``/proc/PID/stat``; this process's own for the clients).
 - Memory: the gateway's resident set (``VmRSS``), sampled every 0.5 s and read after
   every gateway wave; after the last wave it must be within 10% of after the first.
 
-The direct waves run between the first gateway waves (order alternating) so both paths
-see the machine alike; the rest are gateway waves, for the memory series.  ``store`` is
-false: the ``memory:`` store keeps every stored response by design (it is for tests),
-which would measure the store, not the gateway.
+Two phases, each with processes of its own: ``FAST`` (the upstream sends a chunk every
+5 ms, 200 a stream: the throughput, the memory series and the latency at that load) and
+``PACED`` (every 50 ms, 50 a stream: latency at a load this machine carries).  In each,
+direct waves alternate with the first gateway waves so both paths see the machine alike.
+``store`` is false: the ``memory:`` store keeps every stored response by design (it is
+for tests), which would measure the store, not the gateway.
 """
 
 from __future__ import annotations
@@ -49,12 +51,30 @@ from .harness import ROOT, Report, Row, Target, python
 
 SECTION = "Gateway load"
 CLIENTS = 200
-CHUNKS = 200  # delta chunks a stream (a quarter reasoning, the rest text)
-INTERVAL = 0.005  # seconds before each chunk
 SAMPLE_EVERY = 0.5  # seconds between two RSS samples
 RSS_BOUND = 1.10
 MIB = 1024 * 1024
 TICK = os.sysconf("SC_CLK_TCK")
+
+
+@dataclass(frozen=True)
+class Setup:
+    name: str
+    chunks: int  # delta chunks a stream (a quarter reasoning, the rest text)
+    interval: float  # seconds before each chunk
+
+    @property
+    def label(self) -> str:
+        return f"{self.interval * 1000:g} ms"
+
+    @property
+    def offered(self) -> float:
+        """Delta chunks a second the upstream sends when nothing holds it back."""
+        return CLIENTS / self.interval
+
+
+FAST = Setup("fast", 200, 0.005)
+PACED = Setup("paced", 50, 0.05)
 
 
 @dataclass
@@ -65,7 +85,7 @@ class Wave:
     events: int  # SSE events received, all streams
     latencies: list[int]  # ns, send → arrival, every delta event of a correct stream
     failures: list[str]
-    cpu: dict[str, float]  # process → CPU seconds over the wave
+    cpu: dict[str, float]  # process ("gateway", "upstream", "client") → CPU seconds
 
     @property
     def events_per_s(self) -> float:
@@ -82,19 +102,16 @@ class Wave:
 
 
 @dataclass
-class GatewayLoad:
-    """One run's figures, for the "Gateway load" section ``report.py`` writes."""
+class Phase:
+    """The waves of one setup, on one gateway process."""
 
-    clients: int
-    chunks: int
-    interval: float
-    quick: bool
+    setup: Setup
     waves: list[Wave] = field(default_factory=list)
     rss_idle: float = 0.0  # MiB, before the first wave
     rss_after: list[float] = field(default_factory=list)  # MiB, after each gateway wave
-    rss_peak: float = 0.0  # MiB, the largest 0.5 s sample
+    rss_peak: float = 0.0  # MiB, the largest sample
     samples: int = 0
-    logged: list[str] = field(default_factory=list)  # what the gateway wrote to its log
+    logged: list[str] = field(default_factory=list)  # the gateway's log (warnings and up)
 
     def of(self, kind: str) -> list[Wave]:
         return [w for w in self.waves if w.kind == kind]
@@ -103,22 +120,42 @@ class GatewayLoad:
         return statistics.median(figure(w) for w in self.of(kind))
 
     def added(self, q: float) -> float:
-        """What the gateway adds to the ``q`` quantile of latency, ms."""
-        return self.median("gateway", lambda w: w.quantile(q)) - self.median(
-            "direct", lambda w: w.quantile(q)
-        )
+        """What the gateway adds to the ``q`` quantile of delta latency, ms."""
 
-    @property
-    def rss_ratio(self) -> float:
-        return self.rss_after[-1] / self.rss_after[0]
+        def quantile(w: Wave) -> float:
+            return w.quantile(q)
+
+        return self.median("gateway", quantile) - self.median("direct", quantile)
+
+    def cpu_per_delta(self, kind: str, process: str) -> float:
+        """µs of ``process``'s CPU a delta chunk, median over the ``kind`` waves."""
+        chunks = CLIENTS * self.setup.chunks
+        return self.median(kind, lambda w: w.cpu[process] / chunks * 1e6)
 
     @property
     def failures(self) -> list[str]:
         return [f"{w.kind} wave: {f}" for w in self.waves for f in w.failures]
 
-    def cpu_per_delta(self, process: str) -> float:
-        """µs of ``process``'s CPU per delta chunk, median over the gateway waves."""
-        return self.median("gateway", lambda w: w.cpu[process] / (w.streams or 1) / self.chunks)
+
+@dataclass
+class GatewayLoad:
+    """One run's figures, for the "Gateway load" section ``report.py`` writes."""
+
+    clients: int
+    fast: Phase
+    paced: Phase
+
+    @property
+    def rss_ratio(self) -> float:
+        return self.fast.rss_after[-1] / self.fast.rss_after[0]
+
+    @property
+    def started(self) -> int:
+        return sum(len(p.waves) for p in (self.fast, self.paced)) * self.clients
+
+    @property
+    def failures(self) -> list[str]:
+        return self.fast.failures + self.paced.failures
 
 
 # -- processes -------------------------------------------------------------------------
@@ -174,7 +211,7 @@ def cpu(pid: int) -> float:
 # -- clients ---------------------------------------------------------------------------
 @dataclass
 class Read:
-    """One stream as a client read it."""
+    """One stream as its client read it."""
 
     events: int = 0
     arrivals: list[int] = field(default_factory=list)  # ns, every delta event
@@ -224,46 +261,60 @@ async def read_stream(
     return out
 
 
+def bodies(kind: str, texts: list[str]) -> list[dict[str, Any]]:
+    if kind == "gateway":
+        return [{"model": "m", "input": t, "stream": True, "store": False} for t in texts]
+    return [
+        {
+            "model": "m",
+            "messages": [{"role": "user", "content": t}],
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        for t in texts
+    ]
+
+
 class Bench:
-    def __init__(self, result: GatewayLoad, gateway: str, upstream: str, pids: dict[str, int]):
-        self.result, self.gateway, self.upstream, self.pids = result, gateway, upstream, pids
+    """The waves of one phase against one upstream and one gateway."""
+
+    def __init__(self, phase: Phase, gateway: str, upstream: str, pids: dict[str, int]):
+        self.phase, self.gateway, self.upstream, self.pids = phase, gateway, upstream, pids
 
     def cpu_now(self) -> dict[str, float]:
         out = {name: cpu(pid) for name, pid in self.pids.items()}
         out["client"] = time.process_time()
         return out
 
-    async def wave(self, client: httpx.AsyncClient, kind: str) -> Wave:
-        texts = [f"hi {i}" for i in range(self.result.clients)]
+    async def wave(self, kind: str) -> Wave:
+        # A client of its own: no connection is kept from wave to wave.  Under this load
+        # a client reads a stream's end seconds after the server wrote it, so a kept
+        # connection can outlive the server's keep-alive (uvicorn's 5 s) and a request
+        # on it fail with a reset after 0 events, whatever the client's own expiry.
+        limits = httpx.Limits(max_connections=None, max_keepalive_connections=CLIENTS)
+        timeout = httpx.Timeout(120, connect=30, pool=None)
+        texts = [f"hi {i}" for i in range(CLIENTS)]
         if kind == "gateway":
             url, on_frame, end = (
                 f"{self.gateway}/v1/responses",
                 gateway_frame,
                 b"response.completed",
             )
-            bodies = [
-                {"model": "m", "input": text, "stream": True, "store": False} for text in texts
-            ]
         else:
             url, on_frame, end = (
                 f"{self.upstream}/v1/chat/completions",
                 direct_frame,
                 b"data: [DONE]",
             )
-            bodies = [
-                {
-                    "model": "m",
-                    "messages": [{"role": "user", "content": text}],
-                    "stream": True,
-                    "stream_options": {"include_usage": True},
-                }
-                for text in texts
-            ]
-        cpu0, t0 = self.cpu_now(), time.perf_counter()
-        reads = await asyncio.gather(*(read_stream(client, url, b, on_frame) for b in bodies))
-        seconds = time.perf_counter() - t0
-        cpu1 = self.cpu_now()
-        sent = (await client.get(f"{self.upstream}/sent")).json()  # the upstream forgets them
+        async with httpx.AsyncClient(limits=limits, timeout=timeout, trust_env=False) as client:
+            cpu0, t0 = self.cpu_now(), time.perf_counter()
+            reads = await asyncio.gather(
+                *(read_stream(client, url, b, on_frame) for b in bodies(kind, texts))
+            )
+            seconds = time.perf_counter() - t0
+            cpu1 = self.cpu_now()
+            sent = (await client.get(f"{self.upstream}/sent")).json()  # the upstream forgets
+        chunks = self.phase.setup.chunks
         failures: list[str] = []
         latencies: list[int] = []
         streams = events = 0
@@ -274,10 +325,10 @@ class Bench:
                 failures.append(r.error)
             elif r.last != end:
                 failures.append(f"the stream ended with {r.last!r}, not {end.decode()}")
-            elif len(r.arrivals) != len(times) or len(times) != self.result.chunks:
+            elif len(r.arrivals) != len(times) or len(times) != chunks:
                 failures.append(
                     f"{len(r.arrivals)} delta events for {len(times)} delta chunks sent "
-                    f"(of {self.result.chunks})"
+                    f"(of {chunks})"
                 )
             else:
                 streams += 1
@@ -286,9 +337,7 @@ class Bench:
         return Wave(kind, seconds, streams, events, latencies, failures, used)
 
     async def drive(self, schedule: list[str]) -> None:
-        result, pid = self.result, self.pids["gateway"]
-        limits = httpx.Limits(max_connections=None, max_keepalive_connections=result.clients + 16)
-        timeout = httpx.Timeout(120, connect=30, pool=None)
+        phase, pid = self.phase, self.pids["gateway"]
         samples: list[float] = []
 
         async def sample() -> None:
@@ -296,31 +345,29 @@ class Bench:
                 samples.append(rss(pid))
                 await asyncio.sleep(SAMPLE_EVERY)
 
-        result.rss_idle = rss(pid)
-        async with httpx.AsyncClient(limits=limits, timeout=timeout, trust_env=False) as client:
-            sampler = asyncio.create_task(sample())
-            try:
-                for n, kind in enumerate(schedule, 1):
-                    w = await self.wave(client, kind)
-                    result.waves.append(w)
-                    after = ""
-                    if kind == "gateway":
-                        result.rss_after.append(rss(pid))
-                        after = f", gateway RSS {result.rss_after[-1]:.1f} MiB"
-                    print(
-                        f"  wave {n:>2}/{len(schedule)} {kind:<7} {w.seconds:5.2f} s: "
-                        f"{w.streams}/{result.clients} streams, {w.events_per_s:,.0f} events/s,"
-                        f" delta latency p50 {w.quantile(0.5):,.0f} ms, "
-                        f"p99 {w.quantile(0.99):,.0f} ms; CPU s "
-                        + ", ".join(f"{k} {v:.1f}" for k, v in w.cpu.items())
-                        + after
-                    )
-                    for failure in w.failures[:3]:
-                        print(f"    failed: {failure}")
-            finally:
-                sampler.cancel()
-        result.rss_peak = max(samples)
-        result.samples = len(samples)
+        phase.rss_idle = rss(pid)
+        sampler = asyncio.create_task(sample())
+        try:
+            for n, kind in enumerate(schedule, 1):
+                w = await self.wave(kind)
+                phase.waves.append(w)
+                after = ""
+                if kind == "gateway":
+                    phase.rss_after.append(rss(pid))
+                    after = f"; gateway RSS {phase.rss_after[-1]:.1f} MiB"
+                cpus = ", ".join(f"{k} {v:.1f}" for k, v in w.cpu.items())
+                print(
+                    f"  {phase.setup.label} wave {n:>2}/{len(schedule)} {kind:<7} "
+                    f"{w.seconds:5.2f} s: {w.streams}/{CLIENTS} streams, "
+                    f"{w.events_per_s:,.0f} events/s, delta p50 {w.quantile(0.5):,.0f} ms "
+                    f"p99 {w.quantile(0.99):,.0f} ms; CPU s {cpus}{after}"
+                )
+                for failure in w.failures[:3]:
+                    print(f"    failed: {failure}")
+        finally:
+            sampler.cancel()
+        phase.rss_peak = max(samples)
+        phase.samples = len(samples)
 
 
 def schedule(gateway_waves: int, direct_waves: int) -> list[str]:
@@ -332,17 +379,12 @@ def schedule(gateway_waves: int, direct_waves: int) -> list[str]:
     return out
 
 
-def run(report: Report, quick: bool) -> GatewayLoad:
-    gateway_waves, direct_waves = (3, 1) if quick else (10, 3)
-    print(
-        f"\n== {SECTION}: {CLIENTS} concurrent streams, {CHUNKS} delta chunks each, "
-        f"{INTERVAL * 1000:g} ms apart =="
-    )
-    result = GatewayLoad(CLIENTS, CHUNKS, INTERVAL, quick)
+def run_phase(setup: Setup, gateway_waves: int, direct_waves: int) -> Phase:
+    phase = Phase(setup)
     up_port, gw_port = free_port(), free_port()
     upstream, gateway = f"http://127.0.0.1:{up_port}", f"http://127.0.0.1:{gw_port}"
     up_cmd = [python(), "-m", "benchmarks.fake_chat_upstream", "--port", str(up_port)]
-    up_cmd += ["--chunks", str(CHUNKS), "--interval", str(INTERVAL)]
+    up_cmd += ["--chunks", str(setup.chunks), "--interval", str(setup.interval)]
     gw_cmd = [python(), "-m", "responses_stream", "serve", "--upstream", f"{upstream}/v1"]
     gw_cmd += ["--port", str(gw_port), "--store", "memory:", "--log-level", "warning"]
     with (
@@ -351,77 +393,102 @@ def run(report: Report, quick: bool) -> GatewayLoad:
         server(up_cmd, f"{upstream}/health", up_log) as up,
         server(gw_cmd, f"{gateway}/health", gw_log) as gw,
     ):
-        bench = Bench(result, gateway, upstream, {"gateway": gw.pid, "upstream": up.pid})
+        bench = Bench(phase, gateway, upstream, {"gateway": gw.pid, "upstream": up.pid})
         asyncio.run(bench.drive(schedule(gateway_waves, direct_waves)))
         gw_log.seek(0)
-        result.logged = gw_log.read().decode(errors="replace").splitlines()
+        phase.logged = gw_log.read().decode(errors="replace").splitlines()
+    for line in phase.logged[:10]:
+        print(f"  gateway logged: {line}")
+    return phase
+
+
+def run(report: Report, quick: bool) -> GatewayLoad:
+    """Both phases (fewer waves with ``quick``); rows, targets and checks in ``report``."""
+    print(f"\n== {SECTION}: waves of {CLIENTS} concurrent streams ==")
+    waves = {FAST: (2, 1), PACED: (1, 1)} if quick else {FAST: (10, 3), PACED: (2, 2)}
+    phases = {}
+    for setup, (gateway_waves, direct_waves) in waves.items():
+        print(
+            f"  {setup.name}: {setup.chunks} delta chunks a stream, one every {setup.label} "
+            f"({setup.offered:,.0f} chunks/s offered)"
+        )
+        phases[setup] = run_phase(setup, gateway_waves, direct_waves)
+    result = GatewayLoad(CLIENTS, phases[FAST], phases[PACED])
     _record(report, result)
     return result
 
 
 def _record(report: Report, result: GatewayLoad) -> None:
-    gw, direct = result.of("gateway"), result.of("direct")
-    started = len(result.waves) * result.clients
     failures = result.failures
-    for line in result.logged[:10]:
-        print(f"  gateway logged: {line}")
     if failures:
         report.notes.append(
-            f"Gateway load: {len(failures)} of {started:,} streams failed; the first: {failures[0]}"
+            f"Gateway load: {len(failures)} of {result.started:,} streams failed; the first: "
+            f"{failures[0]}"
         )
     else:
+        gateway_streams = sum(len(p.of("gateway")) for p in (result.fast, result.paced))
         report.check(
-            f"gateway load: each of {len(gw) * result.clients:,} streams through the gateway "
+            f"gateway load: each of {gateway_streams * CLIENTS:,} streams through the gateway "
             f"ended with response.completed, one delta event per delta chunk sent"
         )
-    cands = {"gateway": gw, "upstream direct": direct}
     figures: dict[str, tuple[str, Callable[[Wave], float]]] = {
         "streams a second": ("streams/s", lambda w: w.streams_per_s),
         "events a second": ("events/s", lambda w: w.events_per_s),
-        "delta latency p50, send → arrival": ("ms", lambda w: w.quantile(0.5)),
-        "delta latency p99, send → arrival": ("ms", lambda w: w.quantile(0.99)),
+        "delta latency p50": ("ms", lambda w: w.quantile(0.5)),
+        "delta latency p99": ("ms", lambda w: w.quantile(0.99)),
     }
-    for path, (unit, figure) in figures.items():
-        samples = {name: [figure(w) for w in ws] for name, ws in cands.items()}
-        report.add(SECTION, f"{path}, {result.clients} concurrent", samples, unit, ("gateway",))
+    for phase in (result.fast, result.paced):
+        cands = {"gateway": phase.of("gateway"), "upstream direct": phase.of("direct")}
+        for name, (unit, figure) in figures.items():
+            if phase is result.paced and not name.startswith("delta"):
+                continue
+            samples = {cand: [figure(w) for w in ws] for cand, ws in cands.items()}
+            path = f"{CLIENTS} streams, {phase.setup.label}: {name}"
+            report.add(SECTION, path, samples, unit, ours=("gateway",))
+    fast = result.fast
     report.rows.append(
         Row(
             SECTION,
-            f"gateway RSS after each of {len(gw)} waves",
+            f"gateway RSS after each of {len(fast.rss_after)} waves",
             "gateway",
-            statistics.median(result.rss_after),
+            statistics.median(fast.rss_after),
             "MiB",
-            result.rss_after,
+            fast.rss_after,
             True,
         )
     )
     report.targets.append(
         Target(
             SECTION,
-            f"{started:,} streams, {result.clients} concurrent",
+            f"{result.started:,} streams, {CLIENTS} concurrent",
             "streams completed / streams started",
-            (started - len(failures)) / started,
+            (result.started - len(failures)) / result.started,
             ">=",
             1.0,
         )
     )
+    last = len(fast.rss_after)
     report.targets.append(
         Target(
             SECTION,
-            f"gateway RSS, after wave {len(gw)} vs after wave 1",
-            f"RSS (wave {len(gw)}) / RSS (wave 1)",
+            f"gateway RSS over {last} waves of {CLIENTS} streams",
+            f"RSS after wave {last} / after wave 1",
             result.rss_ratio,
             "<=",
             RSS_BOUND,
             "memory stays flat",
         )
     )
+    for phase in (result.fast, result.paced):
+        print(
+            f"  {phase.setup.label}: the gateway added {phase.added(0.5):+,.0f} ms (p50) and "
+            f"{phase.added(0.99):+,.0f} ms (p99) to each delta; its CPU "
+            f"{phase.cpu_per_delta('gateway', 'gateway'):.0f} µs a delta chunk"
+        )
     print(
-        f"  added by the gateway: delta latency p50 {result.added(0.5):+,.0f} ms, "
-        f"p99 {result.added(0.99):+,.0f} ms; gateway CPU {result.cpu_per_delta('gateway'):.0f} "
-        f"µs a delta chunk; RSS idle {result.rss_idle:.1f} MiB, after wave 1 "
-        f"{result.rss_after[0]:.1f}, after wave {len(gw)} {result.rss_after[-1]:.1f} "
-        f"({result.rss_ratio:.2f}×), peak {result.rss_peak:.1f}"
+        f"  gateway RSS: idle {fast.rss_idle:.1f} MiB, after wave 1 {fast.rss_after[0]:.1f}, "
+        f"after wave {last} {fast.rss_after[-1]:.1f} ({result.rss_ratio:.2f}×), "
+        f"peak {fast.rss_peak:.1f} ({fast.samples} samples)"
     )
 
 

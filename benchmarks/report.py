@@ -8,12 +8,20 @@ import sys
 import time
 from collections import defaultdict
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .harness import ROOT, Report, load
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from .bench_gateway import GatewayLoad, Phase, Wave
 
 DOC = ROOT / "docs" / "benchmarks.md"
 PLOT = ROOT / "docs" / "benchmarks.png"
 NOTES = Path(__file__).resolve().parent / "notes.md"
+# Not costs beside baselines: seconds of a whole run, and the gateway's rates and latencies.
+NOT_PLOTTED = ("make generate", "Gateway load")
 
 
 def _fmt(value: float) -> str:
@@ -74,11 +82,11 @@ def plot(report: Report) -> None:
     groups: dict[tuple[str, str], dict[str, float]] = defaultdict(dict)
     units: dict[tuple[str, str], str] = {}
     for r in report.rows:
-        if r.section in ("make generate",):
+        if r.section in NOT_PLOTTED:
             continue
         groups[(r.section, r.path)][r.candidate] = r.median
         units[(r.section, r.path)] = r.unit
-    names = list(dict.fromkeys(r.candidate for r in report.rows if r.section != "make generate"))
+    names = list(dict.fromkeys(r.candidate for r in report.rows if r.section not in NOT_PLOTTED))
     colors = dict(zip(names, plt.get_cmap("tab10").colors, strict=False))
     keys = list(groups)
     fig, ax = plt.subplots(figsize=(11, 0.55 * len(keys) * 1.6 + 1.5))
@@ -103,7 +111,125 @@ def plot(report: Report) -> None:
     plt.close(fig)
 
 
-def markdown(report: Report, load_start: str, load_end: str, elapsed: float) -> str:
+def _ms(value: float) -> str:
+    return f"{value:,.0f} ms" if abs(value) >= 10 else f"{value:.1f} ms"
+
+
+def _phase_table(phase: Phase) -> list[str]:
+    """One phase's medians over its waves, gateway beside the upstream read directly."""
+
+    def q(p: float) -> Callable[[Wave], float]:
+        return lambda w: w.quantile(p)
+
+    def both(figure: Callable[[Wave], float], fmt: Callable[[float], str]) -> list[str]:
+        gw, direct = phase.median("gateway", figure), phase.median("direct", figure)
+        return [fmt(gw), fmt(direct)]
+
+    def rate(value: float) -> str:
+        return f"{value:,.0f}" if value >= 100 else f"{value:.1f}"
+
+    def cpu(process: str) -> list[str]:
+        kinds = ("gateway",) if process == "gateway" else ("gateway", "direct")
+        out = [f"{phase.cpu_per_delta(kind, process):.0f} µs" for kind in kinds]
+        return out if len(out) == 2 else [*out, "—"]
+
+    rows = [
+        ("wave (200 streams), wall time", both(lambda w: w.seconds, lambda v: f"{v:.2f} s")),
+        ("streams a second", both(lambda w: w.streams_per_s, rate)),
+        ("events a second (Responses events / chat chunks)", both(lambda w: w.events_per_s, rate)),
+        ("delta latency p50, send → arrival", both(q(0.5), _ms)),
+        ("delta latency p99, send → arrival", both(q(0.99), _ms)),
+        ("CPU a delta chunk: gateway process", cpu("gateway")),
+        ("CPU a delta chunk: upstream process", cpu("upstream")),
+        ("CPU a delta chunk: the clients' process", cpu("client")),
+    ]
+    out = [
+        f"| {phase.setup.label} between chunks | through the gateway | upstream direct |",
+        "| --- | ---: | ---: |",
+    ]
+    out += [f"| {name} | {gw} | {direct} |" for name, (gw, direct) in rows]
+    out += [
+        "",
+        f"Added by the gateway: **{_ms(phase.added(0.5))} at p50, {_ms(phase.added(0.99))} "
+        f"at p99** ({len(phase.of('gateway'))} gateway and {len(phase.of('direct'))} direct "
+        "waves; medians over the waves of each wave's quantile over all its deltas).",
+    ]
+    return out
+
+
+def gateway_section(g: GatewayLoad, cores: int | None) -> list[str]:
+    """The "Gateway load" section of docs/benchmarks.md."""
+    from .bench_gateway import RSS_BOUND
+
+    fast, paced = g.fast, g.paced
+    last = len(fast.rss_after)
+    flat = g.rss_ratio <= RSS_BOUND
+    out = [
+        "",
+        "## Gateway load",
+        "",
+        f"`python -m responses_stream serve --store memory:` in a process of its own, in front "
+        f"of a fake Chat Completions upstream in another (`benchmarks.fake_chat_upstream`, "
+        f"uvicorn), both on this machine ({cores} cores, shared with the clients' process and "
+        f"whatever else ran: see the load average above).  Each wave is {g.clients} concurrent "
+        "streaming clients (httpx, a connection each) posting "
+        '`{"model": "m", "input": "hi N", "stream": true, "store": false}` and reading the '
+        "SSE to its end; every stream must end with `response.completed` and carry one delta "
+        "event per delta chunk sent.  A direct wave sends the same chat request to the "
+        "upstream itself.  The upstream streams a chunk with the role, then the deltas (the "
+        "first quarter `reasoning_content`, the rest `content`, a few words each), a "
+        "`finish_reason` chunk, a usage chunk and `[DONE]`, pausing before each chunk; each "
+        "chunk carries its send time, so latency is each delta's arrival at the client "
+        "minus its send (the k-th delta event through the gateway matched to the k-th delta "
+        "chunk of its stream).  `store` is false: the `memory:` store keeps every stored "
+        "response by design, which would measure the store.",
+        "",
+        f"**{fast.setup.label} between chunks, {fast.setup.chunks} deltas a stream** "
+        f"({fast.setup.offered:,.0f} chunks a second offered, more than the three processes "
+        "get through on this machine: waves last longer than the "
+        f"{fast.setup.chunks * fast.setup.interval:g} s of pauses, chunks queue in socket "
+        "buffers and latency is mostly that queue):",
+        "",
+        *_phase_table(fast),
+        "",
+        f"**{paced.setup.label} between chunks, {paced.setup.chunks} deltas a stream** "
+        f"({paced.setup.offered:,.0f} chunks a second offered, a tenth of the above; when "
+        "every chunk comes alone, each costs a read and a write of its own, so the CPU a "
+        "chunk is higher than above, where reads carry several):",
+        "",
+        *_phase_table(paced),
+        "",
+        f"**Memory** (the gateway's VmRSS, the {fast.setup.label} phase): idle "
+        f"{fast.rss_idle:.1f} MiB; after each of its {last} gateway waves "
+        + ", ".join(f"{v:.1f}" for v in fast.rss_after)
+        + f" MiB; the largest of {fast.samples} samples (every 0.5 s) {fast.rss_peak:.1f} MiB.  "
+        f"After wave {last} / after wave 1: {g.rss_ratio:.2f}× (target ≤ {RSS_BOUND:g}): "
+        + (
+            "**flat**: it did not grow with the streams served beyond the bound."
+            if flat
+            else "**not flat**: it grew with the streams served beyond the bound."
+        ),
+    ]
+    failures = g.failures
+    failed = f"{len(failures)} of {g.started:,} streams"
+    if failures:
+        out += ["", f"**Failures**: {failed}; the first: `{failures[0]}`."]
+    else:
+        out += ["", f"**Failures**: none of {g.started:,} streams."]
+    logged = fast.logged + paced.logged
+    if logged:
+        out += ["", f"The gateway logged {len(logged)} lines; the first:", ""]
+        out += [f"    {line}" for line in logged[:5]]
+    return out
+
+
+def markdown(
+    report: Report,
+    load_start: str,
+    load_end: str,
+    elapsed: float,
+    gateway: GatewayLoad | None = None,
+) -> str:
     out = [
         "# Benchmarks",
         "",
@@ -160,6 +286,8 @@ def markdown(report: Report, load_start: str, load_end: str, elapsed: float) -> 
             out.append(f"| {section} | {path} | {mib:.1f} MiB | {detail} |")
     if report.notes:
         out += ["", *[f"- {n}" for n in report.notes]]
+    if gateway is not None:
+        out += gateway_section(gateway, os.cpu_count())
     out += ["", "## Checks made before timing", ""]
     out += [f"- {c}" for c in report.checks]
     if NOTES.exists():
@@ -167,7 +295,9 @@ def markdown(report: Report, load_start: str, load_end: str, elapsed: float) -> 
     return "\n".join(out) + "\n"
 
 
-def write(report: Report, load_start: str, elapsed: float) -> None:
+def write(
+    report: Report, load_start: str, elapsed: float, gateway: GatewayLoad | None = None
+) -> None:
     plot(report)
-    DOC.write_text(markdown(report, load_start, load(), elapsed))
+    DOC.write_text(markdown(report, load_start, load(), elapsed, gateway))
     print(f"\nwrote {DOC.relative_to(ROOT)} and {PLOT.relative_to(ROOT)}")

@@ -69,4 +69,7 @@ def run(options: ServeOptions) -> None:
         log_level=options.log_level,
         ws="websockets-sansio",
         lifespan="on",
+        # longer than clients keep idle connections (the openai SDK: 5 s), so a client
+        # never reuses a connection the server is closing
+        timeout_keep_alive=75,
     )
