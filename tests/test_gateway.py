@@ -342,3 +342,14 @@ def test_unknown_routes_answer_in_the_error_shape(gw: str) -> None:
     assert missing.status_code == 404 and "no such route" in missing.json()["error"]["message"]
     wrong = httpx.put(gw + "/v1/responses")
     assert wrong.status_code == 405 and wrong.json()["error"]["type"]
+
+
+def test_an_upstream_cut_mid_stream_ends_failed(gw: str) -> None:
+    body = {"model": "fake-cut", "input": "hi", "stream": True}
+    events, _ = parse_sse(httpx.post(gw + "/v1/responses", json=body, timeout=30).text)
+    check_stream(events)
+    assert [e["type"] for e in events[-2:]] == ["error", "response.failed"]
+    assert "the upstream stream broke off" in events[-2]["message"], events[-2]
+    plain = httpx.post(gw + "/v1/responses", json={**body, "stream": False}, timeout=30)
+    assert plain.status_code == 502
+    assert "broke off" in plain.json()["error"]["message"], plain.text
