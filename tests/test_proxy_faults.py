@@ -48,7 +48,7 @@ from examples.proxy.app import Upstream, create_app  # noqa: E402
 # Text that must survive byte-level splitting: multi-byte UTF-8, astral characters
 # (surrogate pairs in JSON escapes), U+2028, NUL and a long line.
 TEXTS = ["héllo ", "wörld 🌍🎉 ", "中文テキスト", " \u2028 line\x00nul ", "z" * 5000, " end"]
-TIMEOUT = 0.4  # the proxy's connect and read timeouts in the tests that need them
+TIMEOUT = 1.0  # the proxy's connect and read timeouts in the tests that need them
 
 CHAT, RESPONSES = "/v1/chat/completions", "/v1/responses"
 
@@ -570,7 +570,7 @@ def test_a_trickling_upstream_is_not_cut_off(
     cuts = set(range(0, len(body), len(body) // 40 + 1))
     cuts |= set([i for i in range(len(body)) if not _utf8_boundary(body, i)][:20])
     pieces = split_at(body, sorted(cuts))
-    delay = 0.02
+    delay = 0.04
     assert delay * len(pieces) > 2 * TIMEOUT
     assert sum(not _utf8_boundary(body, i) for i in cuts) > 10
     fake.script(_name(request), Script(pieces=pieces, delay=delay))
