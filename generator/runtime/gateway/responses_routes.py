@@ -7,12 +7,11 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from .chat_completion import TIMEOUT_CODES
 from .errors import GatewayError, bad_request
 from .http import EventStreamResponse, error_response, read_json
 from .state import Gateway
 from .turn import Turn, keep, plan_turn
-
-TIMEOUT_CODES = ("upstream_timeout", "source_timeout", "upstream_connect_timeout")
 
 
 async def create(gw: Gateway, request: Request, dialect: str) -> Response:
