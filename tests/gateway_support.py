@@ -52,6 +52,19 @@ def _serving(gw: Gateway) -> Iterator[str]:
         yield url
 
 
+def ws_turn(ws: Any, frame: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Send one WebSocket client message; the events up to its terminal one (or an error)."""
+    ws.send(json.dumps(frame))
+    events = []
+    while True:
+        event = json.loads(ws.recv(timeout=30))
+        events.append(event)
+        if event["type"] in ("response.completed", "response.incomplete", "response.failed"):
+            return events
+        if event["type"] == "error" and "sequence_number" not in event:
+            return events  # a WebSocketErrorEvent: the turn never started
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

@@ -8,7 +8,9 @@
   a tool result is answered with text instead, so agent loops end).  Otherwise it thinks
   "Considering the request." (in ``reasoning_content``, 3 pieces) and answers
   ``"Hello! You said: " + <text of the last user message>`` in pieces of
-  :data:`PIECE` characters.  Model names containing ``echo`` answer with
+  :data:`PIECE` characters.  Model names containing ``text`` answer with text whatever
+  the tools, names containing ``think`` also think before a tool call, names
+  containing ``echo`` answer with
   :func:`echo_summary` of the messages, names containing ``parallel`` make two tool
   calls; a ``json_schema``/``json_object`` ``response_format`` answers ``{"answer": "ok"}``.
   ``max_completion_tokens`` (or ``max_tokens``) caps the answer's pieces (finish
@@ -256,7 +258,7 @@ def plan_turn(body: Mapping[str, Any], call_prefix: str) -> _Turn:
     model = str(body.get("model", ""))
     prompt = sum(len(message_text(m.get("content")).split()) for m in messages if _is_map(m))
     turn = _Turn(prompt_tokens=prompt)
-    chosen = _choose_tools(body, "parallel" in model)
+    chosen = [] if "text" in model else _choose_tools(body, "parallel" in model)
     if chosen:
         for i, tool in enumerate(chosen):
             kind, name = _tool_key(tool) or ("function", "")
@@ -267,6 +269,8 @@ def plan_turn(body: Mapping[str, Any], call_prefix: str) -> _Turn:
             )
             turn.calls.append(_Call(f"{call_prefix}_{i}", kind, name, text))
         turn.finish = "tool_calls"
+        if "think" in model:  # reasons before its calls
+            turn.reasoning = list(REASONING)
         return turn
     fmt = body.get("response_format")
     if _is_map(fmt) and fmt.get("type") in ("json_schema", "json_object"):

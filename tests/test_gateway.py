@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 import openai
 import pytest
-from gateway_support import event_errors, gateway, schema_errors
+from gateway_support import event_errors, gateway, schema_errors, ws_turn
 from gateway_upstream import ModelUpstream
 from http_support import check_stream, parse_sse
 from openai import OpenAI
@@ -162,7 +162,7 @@ def test_a_429_stays_a_rate_limit_error_with_its_retry_after(gw: str) -> None:
 
 def test_an_untranslatable_field_is_a_400_naming_it(gw: str) -> None:
     with pytest.raises(openai.BadRequestError) as info:
-        sdk(gw).responses.create(model="fake-model", input="hi", tools=[{"type": "web_search"}])
+        sdk(gw).responses.create(model="fake-model", input="hi", tools=[{"type": "shell"}])
     assert info.value.param == "tools[0].type"
     with pytest.raises(openai.BadRequestError) as info:
         sdk(gw).responses.create(model="fake-model", input="hi", extra_body={"frobnicate": 1})
@@ -287,13 +287,7 @@ def test_compaction_then_a_new_chain(gw: str, upstream: tuple[str, ModelUpstream
 
 
 def _turn(ws: Any, body: dict[str, Any]) -> list[dict[str, Any]]:
-    ws.send(json.dumps({"type": "response.create", **body}))
-    events = []
-    while True:
-        event = json.loads(ws.recv(timeout=30))
-        events.append(event)
-        if event["type"] in ("response.completed", "response.failed", "error"):
-            return events
+    return ws_turn(ws, {"type": "response.create", **body})
 
 
 def test_websocket_turns_continuation_and_eviction(gw: str) -> None:
@@ -324,7 +318,9 @@ def test_websocket_turns_continuation_and_eviction(gw: str) -> None:
         )
         assert other[-1]["error"]["code"] == "previous_response_not_found"
         streamed = _turn(ws, {"model": "fake-model", "input": "x", "stream": True})
-        assert streamed[-1]["error"]["param"] == "stream"
+        assert streamed[-1]["type"] == "response.completed"  # stream: taken and ignored
+        background = _turn(ws, {"model": "fake-model", "input": "x", "background": True})
+        assert background[-1]["error"]["param"] == "background"
 
 
 def test_limits_a_large_body_and_a_long_websocket(upstream: tuple[str, ModelUpstream]) -> None:

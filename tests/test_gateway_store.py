@@ -259,6 +259,57 @@ def test_delete(store_url: str) -> None:
     run(main())
 
 
+def test_find_item(store_url: str) -> None:
+    """Every input and output item of a record is found by its id; the record it
+    finds is the latest put that holds the item; a deleted record's items are gone."""
+
+    async def main() -> None:
+        async with opened(store_url) as store:
+            first, later = make_record(new_id()), make_record(new_id())
+            shared = first.input_items[0]
+            later.input_items.append(shared)  # a client sends an earlier item again
+            await store.put(first)
+            for item in [*first.input_items, *first.response["output"]]:
+                assert await store.find_item(item["id"]) == first, item["id"]
+            await store.put(later)
+            assert await store.find_item(shared["id"]) == later
+            assert await store.find_item(f"msg_{first.id}") == first
+            assert await store.find_item("msg_nobody") is None
+            assert await store.find_item("") is None
+            assert await store.delete(later.id) is True
+            assert await store.find_item(f"msg_{later.id}") is None
+            assert await store.find_item(f"msg_{first.id}") == first
+            assert await store.delete(first.id) is True
+            for item in [*first.input_items, *first.response["output"]]:
+                assert await store.find_item(item["id"]) is None, item["id"]
+
+    run(main())
+
+
+def test_find_item_after_a_reopen(durable_url: str) -> None:
+    record = make_record(new_id())
+
+    async def write() -> None:
+        async with opened(durable_url) as store:
+            await store.put(record)
+
+    async def find() -> StoredResponse | None:
+        async with opened(durable_url) as store:
+            return await store.find_item(f"rs_{record.id}")
+
+    run(write())
+    assert run(find()) == record
+
+
+def test_record_items() -> None:
+    record = make_record(new_id())
+    ids = record.item_ids()
+    assert ids[:3] == [i["id"] for i in record.input_items]
+    assert ids[3:] == [o["id"] for o in record.response["output"]]
+    assert record.item(ids[4]) == record.response["output"][1]
+    assert record.item("nothing") is None
+
+
 def test_unknown_id(store_url: str) -> None:
     async def main() -> None:
         async with opened(store_url) as store:

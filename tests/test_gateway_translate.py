@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import base64
 import copy
-import functools
 import json
 import re
 from collections.abc import Callable, Mapping
@@ -17,11 +16,11 @@ import jsonschema
 import pytest
 from openai.types.chat.completion_create_params import CompletionCreateParamsStreaming
 from openai.types.responses.response_create_params import ResponseCreateParamsStreaming
-from pydantic import TypeAdapter
+from sdk_params import sdk_errors
 
 from responses_stream._runtime.gateway import chat_request as chat_module
 from responses_stream._runtime.gateway import responses_request as responses_module
-from responses_stream._runtime.gateway.chat_request import chat_request
+from responses_stream._runtime.gateway.chat_request import chat_request, translate
 from responses_stream._runtime.gateway.compaction_token import open_summary, seal_summary
 from responses_stream._runtime.gateway.errors import GatewayError
 from responses_stream._runtime.gateway.items import normalize_input, with_ids
@@ -483,13 +482,9 @@ def test_chat_text_refusals(text_param: dict[str, Any], param: str) -> None:
     ("fields", "param", "code"),
     [
         ({"background": True}, "background", "unsupported_parameter"),
-        ({"include": ["message.output_text.logprobs"]}, "include[0]", "unsupported_parameter"),
-        (
-            {"include": ["reasoning.encrypted_content", "file_search_call.results"]},
-            "include[1]",
-            "unsupported_parameter",
-        ),
-        ({"top_logprobs": 3}, "top_logprobs", "unsupported_parameter"),
+        ({"include": ["reasoning.encrypted_content", "colour"]}, "include", "invalid_value"),
+        ({"top_logprobs": 21}, "top_logprobs", "invalid_value"),
+        ({"moderation": {"model": "omni"}}, "moderation", "unsupported_parameter"),
         ({"max_tool_calls": 3}, "max_tool_calls", "unsupported_parameter"),
         ({"conversation": "conv_1"}, "conversation", "unsupported_parameter"),
         ({"prompt": {"id": "pmpt_1"}}, "prompt", "unsupported_parameter"),
@@ -510,6 +505,33 @@ def test_chat_text_refusals(text_param: dict[str, Any], param: str) -> None:
 def test_chat_refused_fields(fields: dict[str, Any], param: str, code: str) -> None:
     error = refusal(to_chat, fields)
     assert (error.param, error.code) == (param, code)
+
+
+def test_chat_includes_with_no_effect_are_taken() -> None:
+    include = ["reasoning.encrypted_content", "file_search_call.results"]
+    out = to_chat({"include": include, "top_logprobs": 3})
+    assert "logprobs" not in out and "top_logprobs" not in out
+
+
+def test_chat_logprobs_are_asked_for() -> None:
+    out = to_chat({"include": ["message.output_text.logprobs"], "top_logprobs": 3})
+    assert (out["logprobs"], out["top_logprobs"]) == (True, 3)
+    assert to_chat({"include": ["message.output_text.logprobs"]})["logprobs"] is True
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"client_metadata": {"session": "s1"}},
+        {"access_programs": {"x": 1}},
+        {"background_options": {"completion_window": "2h"}},
+        {"image": {"quality": "low"}},
+        {"prompt_cache_options": {"mode": "explicit", "ttl": "30m"}},
+    ],
+)
+def test_chat_fields_with_no_effect_are_taken(fields: dict[str, Any]) -> None:
+    out = to_chat(fields)
+    assert not set(fields) & set(out)
 
 
 def test_chat_unknown_field_message() -> None:
@@ -597,9 +619,59 @@ def test_chat_namespace_tools_are_flattened() -> None:
             "type": "function",
             "function": {"name": "f", "parameters": {"type": "object", "properties": {}}},
         },
-        {"type": "function", "function": {"name": "crm.lookup", "parameters": WEATHER_PARAMS}},
-        {"type": "custom", "custom": {"name": "crm.note"}},
+        {"type": "function", "function": {"name": "crm__lookup", "parameters": WEATHER_PARAMS}},
+        {"type": "custom", "custom": {"name": "crm__note"}},
     ]
+
+
+def test_chat_tool_names_fit_what_chat_apis_take() -> None:
+    long = "x" * 70
+    space = {
+        "type": "namespace",
+        "name": "multi_agent_v1",
+        "tools": [{"type": "function", "name": "close_agent"}, {"type": "function", "name": long}],
+    }
+    clash = {"type": "function", "name": "multi_agent_v1__close_agent"}
+    odd = {"type": "function", "name": "a b"}
+    names = [t["function"]["name"] for t in tools_of(space, clash, odd)]
+    assert all(re.fullmatch(r"[a-zA-Z0-9_-]{1,64}", n) for n in names)
+    assert len(set(names)) == 4
+    assert names[2] == "multi_agent_v1__close_agent"  # a name that fits is never changed
+    assert names[0] != names[2] and names[0].startswith("multi_agent_v1__close_agent_")
+    assert names[1].startswith("multi_agent_v1__xxx") and len(names[1]) == 64
+    assert names[3].startswith("a_b_")
+
+
+def test_chat_client_tool_search_is_a_function() -> None:
+    params = {"type": "object", "properties": {"goal": {"type": "string"}}}
+    tool = {"type": "tool_search", "execution": "client", "parameters": params}
+    [out] = tools_of(tool)
+    assert out["function"]["name"] == "tool_search"
+    assert out["function"]["parameters"] == params
+
+
+@pytest.mark.parametrize(
+    "kind",
+    [
+        "web_search",
+        "web_search_preview",
+        "file_search",
+        "code_interpreter",
+        "image_generation",
+        "mcp",
+        "tool_search",
+        "computer",
+        "computer_use_preview",
+        "programmatic_tool_calling",
+    ],
+)
+def test_chat_hosted_tools_are_dropped_and_named(kind: str) -> None:
+    tools = [{"type": "function", "name": "f"}, {"type": kind}]
+    out = translate({"model": "m", "tools": tools}, normalize_input("hi"))
+    assert [t["function"]["name"] for t in out.body["tools"]] == ["f"]
+    assert out.dropped == [kind]
+    alone = translate({"model": "m", "tools": [{"type": kind}]}, normalize_input("hi"))
+    assert "tools" not in alone.body and alone.dropped == [kind]
 
 
 @pytest.mark.parametrize(
@@ -621,8 +693,11 @@ def test_chat_namespace_tools_are_flattened() -> None:
 )
 def test_chat_hosted_tools_are_refused(kind: Any) -> None:
     tools = [{"type": "function", "name": "f"}, {"type": kind}]
-    error = refusal(to_chat, {"tools": tools})
+    error = refusal(to_chat, {"tools": tools}, hosted_tools="refuse")
     assert (error.param, error.code) == ("tools[1].type", "unsupported_parameter")
+    if kind in ("local_shell", "shell", "apply_patch", None):
+        error = refusal(to_chat, {"tools": tools})  # not hosted: refused whatever the policy
+        assert (error.param, error.code) == ("tools[1].type", "unsupported_parameter")
 
 
 @pytest.mark.parametrize(
@@ -634,7 +709,6 @@ def test_chat_hosted_tools_are_refused(kind: Any) -> None:
         ({"type": "function", "name": "f", "parameters": "x"}, "tools[0].parameters"),
         ({"type": "function", "name": "f", "strict": "y"}, "tools[0].strict"),
         ({"type": "function", "name": "f", "description": 1}, "tools[0].description"),
-        ({"type": "function", "name": "f", "defer_loading": True}, "tools[0].defer_loading"),
         ({"type": "function", "name": "f", "output_schema": {}}, "tools[0].output_schema"),
         (
             {"type": "function", "name": "f", "allowed_callers": ["direct"]},
@@ -693,9 +767,6 @@ def test_chat_tool_choice_objects(choice: dict[str, Any], expected: dict[str, An
     [
         ("sometimes", "tool_choice"),
         (3, "tool_choice"),
-        ({"type": "file_search"}, "tool_choice.type"),
-        ({"type": "web_search_preview"}, "tool_choice.type"),
-        ({"type": "mcp", "server_label": "s"}, "tool_choice.type"),
         ({"type": "apply_patch"}, "tool_choice.type"),
         ({"type": "shell"}, "tool_choice.type"),
         ({"type": "function"}, "tool_choice.name"),
@@ -715,6 +786,14 @@ def test_chat_tool_choice_objects(choice: dict[str, Any], expected: dict[str, An
 )
 def test_chat_tool_choice_refusals(choice: Any, param: str) -> None:
     assert chat_error({"tool_choice": choice}) == param
+
+
+@pytest.mark.parametrize("kind", ["file_search", "web_search_preview", "mcp"])
+def test_chat_hosted_tool_choice_goes_with_its_tool(kind: str) -> None:
+    out = translate({"model": "m", "tool_choice": {"type": kind}}, normalize_input("hi"))
+    assert "tool_choice" not in out.body and out.dropped == [f"tool_choice:{kind}"]
+    error = refusal(to_chat, {"tool_choice": {"type": kind}}, hosted_tools="refuse")
+    assert error.param == "tool_choice.type"
 
 
 # -- chat_request: messages -------------------------------------------------------------------
@@ -983,7 +1062,19 @@ def test_chat_calls_do_not_merge_into_user_messages() -> None:
 
 def test_chat_namespaced_call() -> None:
     [msg] = messages([{**call("c1", "lookup"), "namespace": "crm"}])
-    assert msg["tool_calls"][0]["function"]["name"] == "crm.lookup"
+    assert msg["tool_calls"][0]["function"]["name"] == "crm__lookup"
+
+
+def test_chat_tool_search_call_and_output() -> None:
+    items = [
+        {"type": "tool_search_call", "call_id": "ts1", "arguments": {"goal": "weather"}},
+        {"type": "tool_search_output", "call_id": "ts1", "tools": [{"type": "function"}]},
+    ]
+    call, output = messages(items)
+    fn = call["tool_calls"][0]["function"]
+    assert (fn["name"], json.loads(fn["arguments"])) == ("tool_search", {"goal": "weather"})
+    assert output["tool_call_id"] == "ts1"
+    assert json.loads(output["content"]) == {"tools": [{"type": "function"}]}
 
 
 def test_chat_custom_tool_call_and_output() -> None:
@@ -1227,7 +1318,6 @@ def test_chat_foreign_compaction_is_refused() -> None:
         "mcp_list_tools",
         "mcp_approval_request",
         "mcp_approval_response",
-        "tool_search_call",
         "program",
     ],
 )
@@ -1949,20 +2039,6 @@ def test_responses_does_not_mutate_its_argument() -> None:
 
 
 # -- the shapes real servers expect -------------------------------------------------------------
-@functools.cache
-def sdk_validator(params: Any) -> jsonschema.Draft202012Validator:
-    """A validator for the SDK's request type ``params`` (pydantic's JSON schema of it:
-    validating with pydantic itself would leave the nested iterables unchecked)."""
-    return jsonschema.Draft202012Validator(TypeAdapter(params).json_schema())
-
-
-def sdk_errors(params: Any, body: Any) -> list[str]:
-    return [
-        f"{'/'.join(map(str, e.absolute_path))}: {e.message[:300]}"
-        for e in sdk_validator(params).iter_errors(body)
-    ]
-
-
 RICH_CONTEXT: list[dict[str, Any]] = [
     {"role": "developer", "content": "be brief"},
     {

@@ -7,7 +7,8 @@ share.  Routing of delta fields to items comes from the chat routes spec.
 Bad input never yields an invalid or silently truncated stream:
 - broken input (bad JSON, no ``choices``, an upstream error object, a tool
   fragment for a new index with neither id nor name, content after
-  ``finish_reason``) ends the stream with ``error`` and ``response.failed``;
+  ``finish_reason``) ends the stream with ``error`` and ``response.failed``; an
+  upstream error object keeps its code and message (see ``upstream_error``);
 - input that stops early (no ``finish_reason``) ends it with
   ``response.incomplete`` (reason ``max_output_tokens``);
 - input without a single chunk (empty, only ``[DONE]``, not SSE) ends it with
@@ -61,6 +62,8 @@ BAD_INPUT = "invalid_upstream_chunk"
 UNSUPPORTED_N = "unsupported_n"
 UPSTREAM_ERROR = "upstream_error"
 EMPTY_INPUT = "empty_input"  # not a single chat chunk came
+# Client-run tool kinds whose call items take no deltas -> their item type.
+WHOLE_CALLS = {"tool_search": "tool_search_call"}
 LONE_SURROGATE = "the input held a lone UTF-16 surrogate (without its pair); it is U+FFFD"
 _log = logging.getLogger(__name__)
 # finish_reason values outside the OpenAI set -> completed | max_output_tokens |
@@ -95,6 +98,36 @@ class BadChunk(ValueError):
         self.code = code
 
 
+def upstream_error(err: Any) -> tuple[str, str]:
+    """The message and code of a chunk's upstream ``error`` object, as the stream ends.
+
+    The upstream's own code (llama.cpp's server sends ``{"error": {"code": 500,
+    "message": ..., "type": "server_error"}}``) becomes the ``error`` event's code, as a
+    string; without a code, its ``type``; without either, ``upstream_error``.
+    ``response.error.code`` is a closed enum (the openai SDK rejects any other value),
+    so there the processor keeps such a code only when the enum has it and says
+    ``server_error`` otherwise; the message names the upstream's code and type so
+    neither is lost: ``upstream error: <its message> (code 500, type server_error)``.
+    """
+    if not isinstance(err, Mapping):
+        return f"upstream error: {err}", UPSTREAM_ERROR
+    message = err.get("message")
+    if not isinstance(message, str) or not message:
+        message = str(dict(err))[:1000]
+    code = err.get("code")
+    if isinstance(code, float) and code.is_integer():
+        code = int(code)
+    code = str(code) if isinstance(code, int | str) and not isinstance(code, bool) else ""
+    kind = err.get("type") if isinstance(err.get("type"), str) else ""
+    named = []
+    if code:
+        named.append(f"code {code}")
+    if kind and kind != code:
+        named.append(f"type {kind}")
+    detail = f" ({', '.join(named)})" if named else ""
+    return f"upstream error: {message}{detail}", code or kind or UPSTREAM_ERROR
+
+
 class DataPayload(str):
     """A ``str`` that is an SSE event's ``data``, whatever its text.
 
@@ -122,11 +155,25 @@ class InputFailure(DataPayload):
         return self
 
 
+def wants_summary(request: Mapping[str, Any] | None) -> bool:
+    """Whether the request asks for a reasoning summary (``reasoning.summary`` set)."""
+    reasoning = request.get("reasoning") if isinstance(request, Mapping) else None
+    if not isinstance(reasoning, Mapping):
+        return False
+    return reasoning.get("summary") is not None or reasoning.get("generate_summary") is not None
+
+
+def _as_summary(route: Mapping[str, Any]) -> Mapping[str, Any]:
+    if route["item"] == "reasoning" and route["part"] == "reasoning_text":
+        return {**route, "part": "summary_text"}
+    return route
+
+
 @dataclass
 class _Call:
     index: int
     id: str  # "" until the provider sends one
-    kind: str  # "function" or "custom"
+    kind: str  # "function" or "custom" (as the chunk said)
     name: str  # joined from the fragments
     args: TextAcc = field(default_factory=TextAcc)  # arguments received before the item opens
     buffered: int = 0  # their length, counted against Limits.max_item_text_chars
@@ -147,6 +194,8 @@ class ChatToResponses:
         proc.fail_on_limit = False  # over a limit, _fail flushes the buffered calls first
         routes = proc.dialect.tables.CHAT_ROUTES
         self.fields: dict[str, Any] = routes["fields"]
+        if wants_summary(request):  # reasoning streamed as the summary that was asked for
+            self.fields = {k: _as_summary(route) for k, route in self.fields.items()}
         self.tool_items: dict[str, str] = routes["tool_calls"]
         self.finish_reasons: dict[str, str] = {**EXTRA_FINISH_REASONS, **routes["finish_reasons"]}
         # Where list-valued content parts go: "text" as content, "thinking" as reasoning.
@@ -420,9 +469,7 @@ class ChatToResponses:
         if not isinstance(chunk, Mapping):
             raise BadChunk("malformed chunk: expected a JSON object")
         if "error" in chunk and "choices" not in chunk:
-            err = chunk["error"]
-            message = err.get("message") if isinstance(err, Mapping) else str(err)
-            raise BadChunk(f"upstream error: {message or err}")
+            raise BadChunk(*upstream_error(chunk["error"]))
         if isinstance(chunk.get("usage"), Mapping):
             self.usage = chunk["usage"]
         choices = chunk.get("choices")
@@ -680,6 +727,8 @@ class ChatToResponses:
 
     def _go_live(self, call: _Call) -> None:
         tool = resolve_tool(self.tools, call.name, call.kind)
+        if tool.kind in WHOLE_CALLS:  # opened whole when the call ends (_close_whole)
+            return
         if not call.id:
             call.id = self.proc.response.ids("call_")
         item_type = self.tool_items[tool.kind]
@@ -699,7 +748,9 @@ class ChatToResponses:
                 continue
             if call.handle is None:
                 self._go_live(call)
-            assert call.handle is not None
+            if call.handle is None:
+                self._close_whole(call, status)
+                continue
             if call.held:  # a high surrogate whose pair did not come
                 call.held = ""
                 self._warn(LONE_SURROGATE)
@@ -707,6 +758,23 @@ class ChatToResponses:
             call.handle.close(status)
             call.closed = True
         self.live = None
+
+    def _close_whole(self, call: _Call, status: str) -> None:
+        """A call of a client-run tool whose item has no deltas (``tool_search_call``):
+        opened with its whole arguments (a JSON object, else the text as it came)."""
+        text = "".join(call.args.pieces()) + call.held
+        call.held = ""
+        try:
+            arguments: Any = json.loads(text) if text.strip() else {}
+        except ValueError:
+            arguments = text
+        if not call.id:
+            call.id = self.proc.response.ids("call_")
+        handle = self.proc.open(
+            WHOLE_CALLS["tool_search"], call_id=call.id, arguments=arguments, execution="client"
+        )
+        handle.close(status)
+        call.handle, call.closed = handle, True
 
     def _close_all(self, status: str) -> None:
         self._flush_text()

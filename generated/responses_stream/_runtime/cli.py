@@ -253,6 +253,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         read_timeout=args.read_timeout,
         max_body_bytes=args.max_body_bytes,
         reasoning_field=args.reasoning_field,
+        hosted_tools=args.hosted_tools,
         log_level=args.log_level,
     )
     try:
@@ -522,6 +523,14 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["reasoning_content", "reasoning"],
         default="reasoning_content",
         help="the chat field reasoning goes in, both ways",
+    )
+    g.add_argument(
+        "--hosted-tools",
+        choices=["drop", "refuse"],
+        default="drop",
+        help="tools only OpenAI's servers run (web_search, file_search, ...): left out of"
+        " the upstream request and named in the x-dropped-tools header (drop), or a 400"
+        " (refuse)",
     )
     g.add_argument(
         "--log-level",

@@ -11,6 +11,8 @@ from typing import Any
 
 import msgspec
 
+from .tool_names import ToolNames
+
 _decode = msgspec.json.Decoder().decode
 
 
@@ -176,13 +178,15 @@ def function_tools(tools: Any) -> list[dict[str, Any]]:
 class Tool:
     """A tool the model may call, as the request declared it."""
 
-    kind: str  # "function" or "custom"
+    kind: str  # "function", "custom" or "tool_search" (client-run)
     name: str
     namespace: str | None = None
 
 
 def tool_index(request: Mapping[str, Any] | None) -> dict[str, Tool]:
-    """Called name -> tool.  Namespaced tools are called as ``namespace.name``."""
+    """Called name -> tool.  Namespaced tools are called as ``namespace.name``; each
+    tool is also found under its wire name (``tool_names``), the name a chat upstream
+    was given.  A client-run ``tool_search`` tool is called as ``tool_search``."""
     out: dict[str, Tool] = {}
     tools = request.get("tools") if isinstance(request, Mapping) else None
     for tool in tools if isinstance(tools, list) else []:
@@ -191,6 +195,8 @@ def tool_index(request: Mapping[str, Any] | None) -> dict[str, Tool]:
         kind = tool.get("type")
         if kind in ("function", "custom") and isinstance(tool.get("name"), str):
             out[tool["name"]] = Tool(kind, tool["name"])
+        elif kind == "tool_search" and tool.get("execution") == "client":
+            out["tool_search"] = Tool("tool_search", "tool_search")
         elif kind == "namespace" and isinstance(tool.get("name"), str):
             subs = tool.get("tools")
             for sub in subs if isinstance(subs, list) else []:
@@ -198,6 +204,9 @@ def tool_index(request: Mapping[str, Any] | None) -> dict[str, Tool]:
                     sub_kind = "custom" if sub.get("type") == "custom" else "function"
                     called = f"{tool['name']}.{sub['name']}"
                     out[called] = Tool(sub_kind, sub["name"], tool["name"])
+    names = ToolNames(out)
+    for called, tool in list(out.items()):
+        out.setdefault(names.wire(called), tool)
     return out
 
 

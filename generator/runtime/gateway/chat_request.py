@@ -1,14 +1,22 @@
 """A Responses create request as the Chat Completions request sent upstream.
 
-Every field is translated, left to the caller (``CALLER``), accepted with no effect
-for a stated reason (``NO_EFFECT``), or refused with a 400 that names it exactly.
+Every field is translated, left to the caller (``CALLER``), acted on by the stream
+conversion (``CONVERTED``), accepted with no effect for a stated reason
+(``NO_EFFECT``), or refused with a 400 that names it exactly.
+Hosted tools (run by OpenAI's servers) are dropped or refused, as ``hosted_tools``
+says; a dropped tool is listed in ``ChatRequest.dropped`` for the caller to report.
+Tool names a chat upstream would refuse are sent under their wire names
+(``tool_names``).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
+from ..tool_names import ToolNames
 from .compaction_token import open_summary
 from .errors import GatewayError, bad_request, unknown_parameter, unsupported
 from .items import (
@@ -35,13 +43,22 @@ CALLER = {
     "stream_options": "how the gateway streams its answer",
     "background": "false or null only: background responses are not served",
 }
+# Nested fields the stream conversion acts on (``chat.wants_summary``), and how.
+CONVERTED = {
+    "reasoning.summary": "the upstream's reasoning is streamed as summary text",
+    "reasoning.generate_summary": "as reasoning.summary",
+}
 # Accepted with no effect on the chat request, and why.
 NO_EFFECT = {
     "truncation": "'auto' or 'disabled': a chat upstream never truncates the context",
-    "include": "'reasoning.encrypted_content' only: reasoning items come back without it",
-    "reasoning.summary": "chat upstreams send their raw reasoning, returned as reasoning text",
-    "reasoning.generate_summary": "as reasoning.summary",
-    "top_logprobs": "0 or null only: no log probabilities are asked for",
+    "include[]": "'reasoning.encrypted_content' and hosted tools' outputs: a chat upstream"
+    " has neither, so items come back without them",
+    "top_logprobs": "without include 'message.output_text.logprobs': none are asked for",
+    "client_metadata": "labels of the client's own; nothing upstream reads them",
+    "access_programs": "OpenAI's domain-specific access programs; a chat upstream has none",
+    "background_options": "options of background responses, which are not served",
+    "image": "request-level image options; a chat upstream generates no images",
+    "prompt_cache_options": "a chat upstream caches prompts as it does; prompt_cache_key is sent",
     "max_tool_calls": "null only",
     "conversation": "null only",
     "prompt": "null only",
@@ -57,18 +74,49 @@ NO_EFFECT = {
     "input[].content[].annotations": "output_text parts: citations of earlier answers",
     "input[].content[].logprobs": "output_text parts: log probabilities of earlier answers",
     "tools[].description": "namespace tools only: chat has no namespaces (names keep it)",
+    "tools[].defer_loading": "a chat upstream is given every tool at once",
+    "tools[].execution": "tool_search: 'client' only (the client runs the search)",
 }
 # Item and part fields that have no chat equivalent, wherever they appear.
 REFUSED_KEYS = {
     "caller": "programmatic tool calling is not served",
     "async": "asynchronous tool calls are not served",
     "prompt_cache_breakpoint": "chat upstreams place no cache breakpoints",
-    "defer_loading": "tool search is not served",
     "allowed_callers": "programmatic tool calling is not served",
     "output_schema": "chat tools have no output schema",
 }
 HOSTED = "a chat completions upstream has no hosted tools"
-INCLUDE_OK = ("reasoning.encrypted_content",)
+LOGPROBS = "message.output_text.logprobs"
+# include entries a chat upstream cannot fill: accepted, the items come back without them.
+INCLUDE_NO_EFFECT = (
+    "reasoning.encrypted_content",
+    "web_search_call.action.sources",
+    "web_search_call.results",
+    "code_interpreter_call.outputs",
+    "computer_call_output.output.image_url",
+    "file_search_call.results",
+    "message.input_image.image_url",
+)
+# Tool types a chat upstream cannot offer its model: those OpenAI's servers run, and the
+# computer-use tools, whose calls (computer actions) no chat model produces.
+HOSTED_TOOLS = (
+    "web_search",
+    "web_search_preview",
+    "web_search_2025_08_26",
+    "web_search_preview_2025_03_11",
+    "file_search",
+    "code_interpreter",
+    "image_generation",
+    "mcp",
+    "programmatic_tool_calling",
+    "computer",
+    "computer_use_preview",
+)
+# Tool types the client runs on call items of their own, which chat models do not make.
+CLIENT_ITEM_TOOLS = ("shell", "local_shell", "apply_patch")
+HOSTED_POLICIES = ("drop", "refuse")
+TOOL_SEARCH_PARAMETERS = {"type": "object", "properties": {}}
+TOOL_SEARCH_DESCRIPTION = "Search for tools to load for the task at hand."
 SUMMARY_HEADER = "Summary of the earlier conversation:\n"
 
 ITEM_KEYS = {
@@ -76,6 +124,8 @@ ITEM_KEYS = {
     "function_call": ("type", "id", "status", "call_id", "name", "namespace", "arguments"),
     "custom_tool_call": ("type", "id", "status", "call_id", "name", "namespace", "input"),
     "function_call_output": ("type", "id", "status", "call_id", "output", "name", "namespace"),
+    "tool_search_call": ("type", "id", "status", "call_id", "arguments", "execution"),
+    "tool_search_output": ("type", "id", "status", "call_id", "tools", "execution"),
     "custom_tool_call_output": ("type", "id", "status", "call_id", "output"),
     "reasoning": ("type", "id", "status", "summary", "content", "encrypted_content"),
     "compaction": ("type", "id", "status", "encrypted_content", "created_by"),
@@ -92,29 +142,64 @@ TEXT_PARTS = ("input_text", "output_text", "text")
 MEDIA_PARTS = ("input_image", "input_file")
 
 
+@dataclass
+class ChatRequest:
+    """The chat body sent upstream, and the hosted tools left out of it."""
+
+    body: dict[str, Any]
+    dropped: list[str] = field(default_factory=list)
+
+
+class _Out(dict[str, Any]):
+    """The translated fields, and what translating them needs and finds."""
+
+    def __init__(self, hosted_tools: str, names: ToolNames) -> None:
+        super().__init__()
+        self.hosted_tools = hosted_tools
+        self.names = names
+        self.dropped: list[str] = []
+        self.logprobs = False
+        self.top_logprobs = 0
+
+
 def chat_request(
+    body: Mapping[str, Any], items: Sequence[Mapping[str, Any]], **options: Any
+) -> dict[str, Any]:
+    """The chat body of :func:`translate` (same arguments)."""
+    return translate(body, items, **options).body
+
+
+def translate(
     body: Mapping[str, Any],
     items: Sequence[Mapping[str, Any]],
     *,
     reasoning_field: str = "reasoning_content",
     developer_role: str = "system",
     context_len: int = 0,
-) -> dict[str, Any]:
-    """The chat body for the Responses ``body``, whose context is ``items`` (earlier
+    hosted_tools: str = "drop",
+) -> ChatRequest:
+    """The chat request for the Responses ``body``, whose context is ``items`` (earlier
     turns' items, then this turn's normalized input); a 400 for what cannot be sent.
 
     The first ``context_len`` items come from earlier responses: errors in the rest are
     named ``input[i]`` counting from the first of them, errors in those name
-    ``previous_response_id``.
+    ``previous_response_id``.  ``hosted_tools`` is ``drop`` (left out, listed in
+    ``dropped``) or ``refuse`` (a 400).
     """
+    if hosted_tools not in HOSTED_POLICIES:
+        raise ValueError(f"hosted_tools must be one of {HOSTED_POLICIES}, not {hosted_tools!r}")
     model = require_model(body.get("model"))
-    fields: dict[str, Any] = {}
+    fields = _Out(hosted_tools, ToolNames(_declared_names(body.get("tools"))))
     for name, value in body.items():
         if name not in FIELDS:
             raise unknown_parameter(name)
         if value is not None:
             FIELDS[name](value, fields)
-    builder = _Messages(reasoning_field, developer_role)
+    if fields.logprobs:
+        fields["logprobs"] = True
+        if fields.top_logprobs:
+            fields["top_logprobs"] = fields.top_logprobs
+    builder = _Messages(reasoning_field, developer_role, fields.names)
     builder.instructions(body.get("instructions"))
     for i, item in enumerate(items):
         if i >= context_len:
@@ -124,13 +209,30 @@ def chat_request(
             builder.add(item, f"input[{i}]")
         except GatewayError as exc:
             raise _context_error(exc, i) from None
-    return {
+    chat = {
         "model": model,
         "messages": builder.finish(),
         "stream": True,
         "stream_options": {"include_usage": True},
         **fields,
     }
+    return ChatRequest(chat, fields.dropped)
+
+
+def _declared_names(tools: Any) -> list[str]:
+    """The called names of the request's tools (``namespace.name`` when namespaced)."""
+    out: list[str] = []
+    for tool in tools if isinstance(tools, list) else []:
+        if not isinstance(tool, Mapping) or not isinstance(tool.get("name"), str):
+            continue
+        if tool.get("type") == "namespace":
+            subs = tool.get("tools")
+            for sub in subs if isinstance(subs, list) else []:
+                if isinstance(sub, Mapping) and isinstance(sub.get("name"), str):
+                    out.append(f"{tool['name']}.{sub['name']}")
+        else:
+            out.append(tool["name"])
+    return out
 
 
 def _context_error(exc: GatewayError, index: int) -> GatewayError:
@@ -151,36 +253,36 @@ def _check_keys(obj: Mapping[str, Any], allowed: Collection[str], where: str) ->
 
 
 # -- body fields ------------------------------------------------------------------------
-Field = Callable[[Any, dict[str, Any]], None]
+Field = Callable[[Any, _Out], None]
 
 
 def _passed(name: str, check: Callable[[Any, str], Any]) -> Field:
     """A field sent as it is, once ``check`` passes it."""
 
-    def put(value: Any, out: dict[str, Any]) -> None:
+    def put(value: Any, out: _Out) -> None:
         out[name] = check(value, name)
 
     return put
 
 
-def _nothing(value: Any, out: dict[str, Any]) -> None:
+def _nothing(value: Any, out: _Out) -> None:
     """A field acted on elsewhere (by the caller, or read directly)."""
 
 
-def _background(value: Any, out: dict[str, Any]) -> None:
+def _background(value: Any, out: _Out) -> None:
     if value is not False:
         raise unsupported("background", "background responses are not served")
 
 
-def _stream_options(value: Any, out: dict[str, Any]) -> None:
+def _stream_options(value: Any, out: _Out) -> None:
     _check_keys(as_object(value, "stream_options"), ("include_obfuscation",), "stream_options")
 
 
-def _max_output_tokens(value: Any, out: dict[str, Any]) -> None:
+def _max_output_tokens(value: Any, out: _Out) -> None:
     out["max_completion_tokens"] = as_count(value, "max_output_tokens")
 
 
-def _reasoning(value: Any, out: dict[str, Any]) -> None:
+def _reasoning(value: Any, out: _Out) -> None:
     value = as_object(value, "reasoning")
     _check_keys(value, ("effort", "summary", "generate_summary"), "reasoning")
     for key in ("summary", "generate_summary"):
@@ -190,7 +292,7 @@ def _reasoning(value: Any, out: dict[str, Any]) -> None:
         out["reasoning_effort"] = as_string(value["effort"], "reasoning.effort")
 
 
-def _text(value: Any, out: dict[str, Any]) -> None:
+def _text(value: Any, out: _Out) -> None:
     value = as_object(value, "text")
     _check_keys(value, ("format", "verbosity"), "text")
     if value.get("verbosity") is not None:
@@ -223,53 +325,81 @@ def _format(fmt: Mapping[str, Any]) -> dict[str, Any] | None:
     return {"type": "json_schema", "json_schema": schema}
 
 
-def _truncation(value: Any, out: dict[str, Any]) -> None:
+def _truncation(value: Any, out: _Out) -> None:
     if value not in ("auto", "disabled"):
         raise bad_request("'truncation' must be 'auto' or 'disabled'", "truncation")
 
 
-def _include(value: Any, out: dict[str, Any]) -> None:
+def _include(value: Any, out: _Out) -> None:
     if not isinstance(value, list):
         raise bad_request("'include' must be an array", "include")
     for i, entry in enumerate(value):
-        if entry not in INCLUDE_OK:
-            raise unsupported(f"include[{i}]", f"{entry!r} cannot be produced from chat")
+        if entry == LOGPROBS:
+            out.logprobs = True
+        elif entry not in INCLUDE_NO_EFFECT:
+            raise bad_request(f"'include[{i}]' is not a known includable: {entry!r}", "include")
 
 
-def _top_logprobs(value: Any, out: dict[str, Any]) -> None:
-    if as_count(value, "top_logprobs", least=0):
-        raise unsupported("top_logprobs", "log probabilities are not carried through")
+def _top_logprobs(value: Any, out: _Out) -> None:
+    out.top_logprobs = as_count(value, "top_logprobs", least=0)
+    if out.top_logprobs > 20:
+        raise bad_request("'top_logprobs' must be at most 20", "top_logprobs")
 
 
 def _refused(name: str, why: str) -> Field:
     """A field refused whenever it is set."""
 
-    def refuse(value: Any, out: dict[str, Any]) -> None:
+    def refuse(value: Any, out: _Out) -> None:
         raise unsupported(name, why)
 
     return refuse
 
 
-def _tools(value: Any, out: dict[str, Any]) -> None:
+def _tools(value: Any, out: _Out) -> None:
     tools: list[dict[str, Any]] = []
     for i, tool in enumerate(as_objects(value, "tools")):
-        tools += _tool(tool, f"tools[{i}]")
+        tools += _tool(tool, f"tools[{i}]", out)
     if tools:
         out["tools"] = tools
 
 
-def _tool(tool: Mapping[str, Any], where: str) -> list[dict[str, Any]]:
+def _tool(tool: Mapping[str, Any], where: str, out: _Out) -> list[dict[str, Any]]:
     kind = tool.get("type")
     if kind == "function":
-        return [_function_tool(tool, where, "")]
+        return [_function_tool(tool, where, "", out.names)]
     if kind == "custom":
-        return [_custom_tool(tool, where, "")]
+        return [_custom_tool(tool, where, "", out.names)]
     if kind == "namespace":
-        return _namespace(tool, where)
-    raise unsupported(f"{where}.type", f"{kind!r}: {HOSTED}")
+        return _namespace(tool, where, out.names)
+    if kind == "tool_search" and tool.get("execution") == "client":
+        return [_tool_search(tool, where)]
+    if kind in HOSTED_TOOLS or kind == "tool_search":
+        if out.hosted_tools == "refuse":
+            raise unsupported(f"{where}.type", f"{kind!r}: {HOSTED}")
+        out.dropped.append(str(kind))
+        return []
+    if kind in CLIENT_ITEM_TOOLS:
+        why = f"{kind!r} tools are called with {kind}_call items, which no chat upstream produces"
+        raise unsupported(f"{where}.type", why)
+    raise unsupported(f"{where}.type", f"{kind!r} is not a tool type a chat upstream can take")
 
 
-def _namespace(tool: Mapping[str, Any], where: str) -> list[dict[str, Any]]:
+def _tool_search(tool: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """A client-run tool search as a function tool named ``tool_search``."""
+    _check_keys(tool, ("type", "execution", "description", "parameters"), where)
+    fn: dict[str, Any] = {
+        "name": "tool_search",
+        "description": TOOL_SEARCH_DESCRIPTION,
+        "parameters": TOOL_SEARCH_PARAMETERS,
+    }
+    if tool.get("description") is not None:
+        fn["description"] = as_string(tool["description"], f"{where}.description")
+    if tool.get("parameters") is not None:
+        fn["parameters"] = dict(as_object(tool["parameters"], f"{where}.parameters"))
+    return {"type": "function", "function": fn}
+
+
+def _namespace(tool: Mapping[str, Any], where: str, names: ToolNames) -> list[dict[str, Any]]:
     _check_keys(tool, ("type", "name", "description", "tools"), where)
     prefix = as_name(tool.get("name"), f"{where}.name") + "."
     out = []
@@ -277,17 +407,23 @@ def _namespace(tool: Mapping[str, Any], where: str) -> list[dict[str, Any]]:
         at = f"{where}.tools[{j}]"
         kind = sub.get("type")
         if kind == "function":
-            out.append(_function_tool(sub, at, prefix))
+            out.append(_function_tool(sub, at, prefix, names))
         elif kind == "custom":
-            out.append(_custom_tool(sub, at, prefix))
+            out.append(_custom_tool(sub, at, prefix, names))
         else:
             raise unsupported(f"{at}.type", f"{kind!r}: a namespace holds function tools here")
     return out
 
 
-def _function_tool(tool: Mapping[str, Any], where: str, prefix: str) -> dict[str, Any]:
-    _check_keys(tool, ("type", "name", "description", "parameters", "strict"), where)
-    fn: dict[str, Any] = {"name": prefix + as_name(tool.get("name"), f"{where}.name")}
+TOOL_KEYS = ("type", "name", "description", "defer_loading")
+
+
+def _function_tool(
+    tool: Mapping[str, Any], where: str, prefix: str, names: ToolNames
+) -> dict[str, Any]:
+    _check_keys(tool, (*TOOL_KEYS, "parameters", "strict"), where)
+    name = names.wire(prefix + as_name(tool.get("name"), f"{where}.name"))
+    fn: dict[str, Any] = {"name": name}
     if tool.get("description") is not None:
         fn["description"] = as_string(tool["description"], f"{where}.description")
     params = tool.get("parameters")
@@ -301,9 +437,13 @@ def _function_tool(tool: Mapping[str, Any], where: str, prefix: str) -> dict[str
     return {"type": "function", "function": fn}
 
 
-def _custom_tool(tool: Mapping[str, Any], where: str, prefix: str) -> dict[str, Any]:
-    _check_keys(tool, ("type", "name", "description", "format"), where)
-    custom: dict[str, Any] = {"name": prefix + as_name(tool.get("name"), f"{where}.name")}
+def _custom_tool(
+    tool: Mapping[str, Any], where: str, prefix: str, names: ToolNames
+) -> dict[str, Any]:
+    _check_keys(tool, (*TOOL_KEYS, "format"), where)
+    custom: dict[str, Any] = {
+        "name": names.wire(prefix + as_name(tool.get("name"), f"{where}.name"))
+    }
     if tool.get("description") is not None:
         custom["description"] = as_string(tool["description"], f"{where}.description")
     if tool.get("format") is not None:
@@ -327,11 +467,15 @@ def _custom_format(fmt: Mapping[str, Any], where: str) -> dict[str, Any]:
     raise bad_request(f"'{at}.type' must be 'text' or 'grammar'", f"{at}.type")
 
 
-def _tool_choice_field(value: Any, out: dict[str, Any]) -> None:
-    out["tool_choice"] = _tool_choice(value)
+def _tool_choice_field(value: Any, out: _Out) -> None:
+    kind = value.get("type") if isinstance(value, Mapping) else None
+    if kind in HOSTED_TOOLS and out.hosted_tools == "drop":
+        out.dropped.append(f"tool_choice:{kind}")  # its tool is dropped: the choice goes too
+        return
+    out["tool_choice"] = _tool_choice(value, out.names)
 
 
-def _tool_choice(choice: Any) -> Any:
+def _tool_choice(choice: Any, names: ToolNames) -> Any:
     if choice in ("auto", "none", "required"):
         return choice
     if isinstance(choice, str) or not isinstance(choice, Mapping):
@@ -339,22 +483,23 @@ def _tool_choice(choice: Any) -> Any:
             "'tool_choice' must be 'auto', 'none', 'required' or an object", "tool_choice"
         )
     if choice.get("type") != "allowed_tools":
-        return _named_choice(choice, "tool_choice")
+        return _named_choice(choice, "tool_choice", names)
     _check_keys(choice, ("type", "mode", "tools"), "tool_choice")
     mode = choice.get("mode")
     if mode not in ("auto", "required"):
         raise bad_request("'tool_choice.mode' must be 'auto' or 'required'", "tool_choice.mode")
     tools = as_objects(choice.get("tools"), "tool_choice.tools")
-    named = [_named_choice(t, f"tool_choice.tools[{i}]") for i, t in enumerate(tools)]
+    named = [_named_choice(t, f"tool_choice.tools[{i}]", names) for i, t in enumerate(tools)]
     return {"type": "allowed_tools", "allowed_tools": {"mode": mode, "tools": named}}
 
 
-def _named_choice(choice: Mapping[str, Any], where: str) -> dict[str, Any]:
+def _named_choice(choice: Mapping[str, Any], where: str, names: ToolNames) -> dict[str, Any]:
     kind = choice.get("type")
     if kind not in ("function", "custom"):
         raise unsupported(f"{where}.type", f"{kind!r}: {HOSTED}")
     _check_keys(choice, ("type", "name"), where)
-    return {"type": kind, kind: {"name": as_name(choice.get("name"), f"{where}.name")}}
+    name = names.wire(as_name(choice.get("name"), f"{where}.name"))
+    return {"type": kind, kind: {"name": name}}
 
 
 def _table() -> dict[str, Field]:
@@ -388,7 +533,11 @@ def _table() -> dict[str, Field]:
         "include": _include,
         "top_logprobs": _top_logprobs,
         "max_tool_calls": _refused("max_tool_calls", "the gateway does not count tool calls"),
+        "moderation": _refused("moderation", "the gateway runs no moderation"),
     }
+    for name in ("client_metadata", "access_programs", "background_options", "image"):
+        table[name] = _nothing
+    table["prompt_cache_options"] = _nothing
     for name in ("conversation", "prompt", "context_management"):
         table[name] = _refused(name, "it has no chat completions equivalent")
     return table
@@ -402,7 +551,8 @@ FIELDS = _table()
 class _Messages:
     """Chat messages built from context items, one item at a time."""
 
-    def __init__(self, reasoning_field: str, developer_role: str) -> None:
+    def __init__(self, reasoning_field: str, developer_role: str, names: ToolNames) -> None:
+        self.names = names
         self.reasoning_field = reasoning_field
         self.developer_role = developer_role
         self.out: list[dict[str, Any]] = []
@@ -428,7 +578,7 @@ class _Messages:
         _check_keys(item, allowed, where)
         if kind == "message":
             self._message(item, where)
-        elif kind in ("function_call", "custom_tool_call"):
+        elif kind in ("function_call", "custom_tool_call", "tool_search_call"):
             self._call(item, where)
         elif kind == "reasoning":
             self._reasoning(item, where)
@@ -483,9 +633,14 @@ class _Messages:
 
     def _call(self, item: Mapping[str, Any], where: str) -> None:
         call_id = as_name(item.get("call_id"), f"{where}.call_id")
+        if item["type"] == "tool_search_call":
+            name, arguments = "tool_search", item.get("arguments")
+            text = arguments if isinstance(arguments, str) else json.dumps(arguments or {})
+            item = {"type": "function_call", "name": name, "arguments": text}
         name = as_name(item.get("name"), f"{where}.name")
         if item.get("namespace") is not None:
             name = f"{as_name(item['namespace'], f'{where}.namespace')}.{name}"
+        name = self.names.wire(name)
         if item["type"] == "custom_tool_call":
             custom = {"name": name, "input": as_string(item.get("input"), f"{where}.input")}
             call = {"id": call_id, "type": "custom", "custom": custom}
@@ -509,7 +664,11 @@ class _Messages:
                 code="tool_call_not_found",
                 param="input",
             )
-        content = _tool_output(item.get("output"), f"{where}.output")
+        if item["type"] == "tool_search_output":
+            tools = item.get("tools")
+            content = json.dumps({"tools": tools if isinstance(tools, list) else []})
+        else:
+            content = _tool_output(item.get("output"), f"{where}.output")
         self.out.append({"role": "tool", "tool_call_id": call_id, "content": content})
 
     def _reasoning(self, item: Mapping[str, Any], where: str) -> None:

@@ -35,6 +35,15 @@ class ConnectionCache:
         while len(self._items) > self.size:
             self._items.popitem(last=False)
 
+    def find_item(self, item_id: str) -> dict[str, Any] | None:
+        """The item with ``item_id`` in a kept context, the most recent one first."""
+        for items in reversed(self._items.values()):
+            for item in reversed(items):
+                if item.get("id") == item_id:
+                    found: dict[str, Any] = item
+                    return found
+        return None
+
     def evict(self, response_id: str) -> None:
         self._items.pop(response_id, None)
 

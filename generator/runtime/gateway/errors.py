@@ -4,12 +4,31 @@ A :class:`GatewayError` is an answer the gateway gives instead of a response: ov
 HTTP the OpenAI error body (``{"error": {"message", "type", "param", "code"}}``) with
 its status and headers, over a WebSocket the Open Responses ``WebSocketErrorEvent``
 (``{"type": "error", "status", "error": {...}}``).
+
+Every error answered is logged on the ``responses_stream.gateway`` logger when its
+answer is made (``http.error_response``, :meth:`GatewayError.websocket_event`), at
+warning level, with its status, code, param and message (the
+record's ``error_status``, ``error_code``, ``error_param`` attributes hold the first
+three).  Never a request body or a header value: the message is cut to
+:data:`LOGGED_MESSAGE_CHARS` characters and anything in it that looks like a key or a
+bearer token is masked.
 """
 
 from __future__ import annotations
 
+import logging
+import re
 from collections.abc import Mapping
 from typing import Any
+
+_log = logging.getLogger("responses_stream.gateway")
+LOGGED_MESSAGE_CHARS = 500
+# What reads as a credential inside an error message (an upstream may echo one).
+_SECRET = re.compile(
+    r"(?i)\b(bearer|basic)\s+[^\s,;\"']+"
+    r"|\b(sk|rk|pk)-[A-Za-z0-9_\-*.]{6,}"
+    r"|\b((?:api[_-]?)?key|token|secret|password)([\"']?\s*[=:]\s*[\"']?)[^\s,;\"']+"
+)
 
 # The error ``type`` an HTTP status gets when nothing more precise is known.
 ERROR_TYPES = {
@@ -56,8 +75,23 @@ class GatewayError(Exception):
             }
         }
 
+    def log(self) -> None:
+        """Log this answer at warning level (see the module doc)."""
+        if not _log.isEnabledFor(logging.WARNING):
+            return
+        code = self.code or self.type
+        _log.warning(
+            "answered %d %s (param %s): %s",
+            self.status,
+            code,
+            self.param,
+            safe_message(self.message),
+            extra={"error_status": self.status, "error_code": code, "error_param": self.param},
+        )
+
     def websocket_event(self) -> dict[str, Any]:
-        """The WebSocket error event (``code`` is required there)."""
+        """The WebSocket error event (``code`` is required there); logs it (:meth:`log`)."""
+        self.log()
         return {
             "type": "error",
             "status": self.status,
@@ -68,6 +102,24 @@ class GatewayError(Exception):
                 "param": self.param,
             },
         }
+
+
+def safe_message(message: str) -> str:
+    """``message`` as it may be logged: keys and tokens masked, at most
+    :data:`LOGGED_MESSAGE_CHARS` characters, on one line."""
+    text = _SECRET.sub(_mask, " ".join(message.split()))
+    if len(text) > LOGGED_MESSAGE_CHARS:
+        text = text[: LOGGED_MESSAGE_CHARS - 1] + "\u2026"
+    return text
+
+
+def _mask(match: re.Match[str]) -> str:
+    scheme, prefix, name, sep = match.group(1, 2, 3, 4)
+    if scheme:
+        return f"{scheme} ***"
+    if prefix:
+        return f"{prefix}-***"
+    return f"{name}{sep}***"
 
 
 def bad_request(message: str, param: str | None, code: str = "invalid_value") -> GatewayError:

@@ -303,6 +303,8 @@ def _table() -> dict[str, Field]:
         "prompt_cache_retention": as_string,
         "safety_identifier": as_string,
         "service_tier": as_string,
+        "moderation": as_object,
+        "prompt_cache_options": as_object,
     }
     table: dict[str, Field] = {name: _passed(name, check) for name, check in passed.items()}
     table |= {name: _refused(name) for name in REFUSED}

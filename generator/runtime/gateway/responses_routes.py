@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
 from typing import Any
 
 from starlette.requests import Request
@@ -9,9 +11,10 @@ from starlette.responses import JSONResponse, Response
 
 from .chat_completion import TIMEOUT_CODES
 from .errors import GatewayError, bad_request
-from .http import EventStreamResponse, error_response, read_json
+from .http import EventStreamResponse, dropped_tools_headers, error_response, read_json
 from .state import Gateway
 from .turn import Turn, keep, plan_turn
+from .upstream import error_status
 
 
 async def create(gw: Gateway, request: Request, dialect: str) -> Response:
@@ -22,12 +25,16 @@ async def create(gw: Gateway, request: Request, dialect: str) -> Response:
         await turn.start(gw.upstream, request.headers.get("authorization"))
     except GatewayError as exc:
         return error_response(exc)
+    headers = dropped_tools_headers(turn.dropped)
     if body.get("stream"):
-        return EventStreamResponse(_stream(gw, turn), turn.aclose)
-    async for _ in turn.frames():
-        pass
+        return EventStreamResponse(_stream(gw, turn), turn.aclose, headers)
+    error: dict[str, Any] | None = None
+    async for frame in turn.frames():
+        error = error or error_event(frame)
     await keep(gw.store, turn)
-    return final_answer(turn)
+    answer = final_answer(turn, error)
+    answer.headers.update(headers)
+    return answer
 
 
 async def _stream(gw: Gateway, turn: Turn) -> Any:
@@ -36,8 +43,15 @@ async def _stream(gw: Gateway, turn: Turn) -> Any:
     await keep(gw.store, turn)
 
 
-def final_answer(turn: Turn) -> Response:
-    """The final Response as JSON; a failed one is the error it failed with."""
+def final_answer(turn: Turn, event: Mapping[str, Any] | None = None) -> Response:
+    """The final Response as JSON; a failed one is the error it failed with.
+
+    ``event`` is the stream's ``error`` event (see :func:`error_event`): its code is
+    the precise one (``response.error.code`` is a closed enum, ``server_error`` for any
+    code outside it), the upstream's own when the upstream sent an error.  The status
+    is that code when it is an HTTP error status (an upstream's ``500``), 504 for a
+    timeout, else 502.
+    """
     response = turn.response
     if response is None:
         return error_response(
@@ -46,10 +60,29 @@ def final_answer(turn: Turn) -> Response:
     if response.get("status") == "failed":
         error = response.get("error") or {}
         code = error.get("code") if isinstance(error.get("code"), str) else None
-        status = 504 if code in TIMEOUT_CODES else 502
+        precise = (event or {}).get("code")
+        code = precise if isinstance(precise, str) and precise else code
+        status = 504 if code in TIMEOUT_CODES else error_status(code)
         message = error.get("message") or "the response failed"
         return error_response(GatewayError(status, str(message), code=code))
     return JSONResponse(response)
+
+
+def error_event(frames: bytes) -> dict[str, Any] | None:
+    """The error of the ``error`` event among SSE ``frames`` (``code``, ``message`` and
+    ``param``, in either dialect's shape), if one is there."""
+    if b'"type":"error"' not in frames:
+        return None
+    for line in frames.split(b"\n"):
+        if line.startswith(b"data: ") and b'"type":"error"' in line[:40]:
+            try:
+                event = json.loads(line[6:])
+            except ValueError:
+                continue
+            if isinstance(event, dict) and event.get("type") == "error":
+                inner = event.get("error")
+                return inner if isinstance(inner, dict) else event
+    return None
 
 
 async def _record(gw: Gateway, request: Request) -> Any:

@@ -12,7 +12,9 @@ routes read and write.
 * ``memory:``: a dict in this process, lost when it ends (tests, ``store: false`` only use).
 
 A record is JSON: ``{"format": 1, "response": {...}, "input_items": [...]}``; ``format``
-lets a later version read and migrate what an earlier one wrote.
+lets a later version read and migrate what an earlier one wrote.  Every backend also
+indexes the ids of a record's items (its input items and output items), so that an
+``item_reference`` finds the record holding the item (:meth:`Store.find_item`).
 """
 
 from __future__ import annotations
@@ -58,6 +60,23 @@ class StoredResponse:
         value = self.response.get("previous_response_id")
         return value if isinstance(value, str) else None
 
+    def items(self) -> list[dict[str, Any]]:
+        """Its input items, then its output items."""
+        output = self.response.get("output")
+        return [*self.input_items, *(output if isinstance(output, list) else [])]
+
+    def item_ids(self) -> list[str]:
+        """The ids of :meth:`items` (each once, those that have one)."""
+        ids = (item.get("id") for item in self.items() if isinstance(item, dict))
+        return list(dict.fromkeys(i for i in ids if isinstance(i, str) and i))
+
+    def item(self, item_id: str) -> dict[str, Any] | None:
+        """The item with ``item_id``; the output's when both have it."""
+        for item in reversed(self.items()):
+            if isinstance(item, dict) and item.get("id") == item_id:
+                return item
+        return None
+
 
 class Store(Protocol):
     """Where responses are kept; async, shared by the concurrent requests of one process."""
@@ -70,8 +89,12 @@ class Store(Protocol):
     async def get(self, response_id: str) -> StoredResponse | None:
         """The record of ``response_id``, None when there is none."""
 
+    async def find_item(self, item_id: str) -> StoredResponse | None:
+        """The record holding the item ``item_id`` (the latest put), None when none does."""
+
     async def delete(self, response_id: str) -> bool:
-        """Remove ``response_id``'s record; True when it existed."""
+        """Remove ``response_id``'s record (and its items' index entries); True when it
+        existed."""
 
     async def close(self) -> None:
         """Release the backend (files, connections)."""
@@ -126,16 +149,29 @@ class MemoryStore:
 
     def __init__(self) -> None:
         self._records: dict[str, bytes] = {}  # encoded, so callers cannot mutate them
+        self._items: dict[str, str] = {}  # item id -> response id
 
     async def put(self, record: StoredResponse) -> None:
         self._records[record.id] = encode_record(record)
+        for item_id in record.item_ids():
+            self._items[item_id] = record.id
 
     async def get(self, response_id: str) -> StoredResponse | None:
         data = self._records.get(response_id)
         return None if data is None else decode_record(data, response_id)
 
+    async def find_item(self, item_id: str) -> StoredResponse | None:
+        response_id = self._items.get(item_id)
+        return None if response_id is None else await self.get(response_id)
+
     async def delete(self, response_id: str) -> bool:
-        return self._records.pop(response_id, None) is not None
+        data = self._records.pop(response_id, None)
+        if data is None:
+            return False
+        for item_id in decode_record(data, response_id).item_ids():
+            if self._items.get(item_id) == response_id:
+                del self._items[item_id]
+        return True
 
     async def close(self) -> None:
         """Nothing to release; the records stay until the process ends."""

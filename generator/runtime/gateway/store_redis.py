@@ -126,7 +126,8 @@ def _client(url: str) -> Redis:
 
 
 class RedisStore:
-    """Records as Redis strings at ``prefix + id`` (with ``EX ttl`` when a ttl is set)."""
+    """Records as Redis strings at ``prefix + id``, and for each item of a record the
+    record's id at ``prefix + "item:" + item id`` (all with ``EX ttl`` when a ttl is set)."""
 
     def __init__(self, url: str) -> None:
         parsed = parse_redis_url(url)
@@ -164,9 +165,25 @@ class RedisStore:
         except (RedisError, OSError) as exc:
             raise self._error(doing, exc) from None
 
+    def _item_key(self, item_id: str) -> str:
+        return f"{self.prefix}item:{item_id}"
+
     async def put(self, record: StoredResponse) -> None:
         key, data = self._key(record.id), encode_record(record)
-        await self._call(f"store {record.id!r}", self._redis.set(key, data, ex=self.ttl))
+        # one MULTI/EXEC: the record and its items' index entries land together
+        pipe = self._redis.pipeline(transaction=True)
+        pipe.set(key, data, ex=self.ttl)
+        for item_id in record.item_ids():
+            pipe.set(self._item_key(item_id), record.id, ex=self.ttl)
+        await self._call(f"store {record.id!r}", pipe.execute())
+
+    async def find_item(self, item_id: str) -> StoredResponse | None:
+        found: Any = await self._call(
+            f"look up item {item_id!r}", self._redis.get(self._item_key(item_id))
+        )
+        if found is None:
+            return None
+        return await self.get(bytes(found).decode())
 
     async def get(self, response_id: str) -> StoredResponse | None:
         data: Any = await self._call(
@@ -177,9 +194,18 @@ class RedisStore:
         return decode_record(bytes(data), response_id)
 
     async def delete(self, response_id: str) -> bool:
+        record = await self.get(response_id)
         count: Any = await self._call(
             f"delete {response_id!r}", self._redis.delete(self._key(response_id))
         )
+        item_keys = [self._item_key(i) for i in (record.item_ids() if record else [])]
+        if item_keys:  # index entries that a later record took over stay
+            owners: Any = await self._call(
+                f"read the items of {response_id!r}", self._redis.mget(item_keys)
+            )
+            mine = [k for k, o in zip(item_keys, owners, strict=True) if o == response_id.encode()]
+            if mine:
+                await self._call(f"delete the items of {response_id!r}", self._redis.delete(*mine))
         return int(count) > 0
 
     async def close(self) -> None:

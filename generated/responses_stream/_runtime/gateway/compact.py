@@ -21,6 +21,7 @@ from .context import load_context
 from .errors import GatewayError, unknown_parameter
 from .http import error_response, read_json
 from .items import normalize_input, with_ids
+from .references import resolve_references
 from .responses_routes import final_answer
 from .state import Gateway
 from .turn import Turn, new_response_id
@@ -44,7 +45,7 @@ async def compact(gw: Gateway, request: Request, dialect: str) -> Response:
             raise GatewayError(
                 400, "'model' is required", code="missing_required_parameter", param="model"
             )
-        items = with_ids(normalize_input(body.get("input")))
+        items = with_ids(await resolve_references(gw.store, normalize_input(body.get("input"))))
         previous = body.get("previous_response_id")
         if previous is not None:
             items = [*await load_context(gw.store, previous, max_chain=gw.config.max_chain), *items]
@@ -89,7 +90,12 @@ def _summary_turn(
     for name in ("instructions", "prompt_cache_key"):
         if body.get(name) is not None:
             request[name] = body[name]
-    chat_body = chat_request(request, [*items, ask], reasoning_field=gw.config.reasoning_field)
+    chat_body = chat_request(
+        request,
+        [*items, ask],
+        reasoning_field=gw.config.reasoning_field,
+        hosted_tools=gw.config.hosted_tools,
+    )
     chat_body.pop("tools", None)
     return Turn(
         body=request,

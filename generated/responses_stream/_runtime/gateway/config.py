@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .chat_request import HOSTED_POLICIES
 from .upstream import Timeouts
 
 REASONING_FIELDS = ("reasoning_content", "reasoning")
@@ -21,7 +22,9 @@ class GatewayConfig:
     and which field of chat chunks sent to clients carries reasoning;
     ``websocket_seconds``: how long one WebSocket connection may last;
     ``connection_cache``: how many responses a WebSocket connection keeps for
-    ``previous_response_id`` (also ``store: false`` ones).
+    ``previous_response_id`` (also ``store: false`` ones);
+    ``hosted_tools``: ``drop`` leaves tools only OpenAI's servers run out of the
+    upstream request (and says so), ``refuse`` answers them with a 400.
     """
 
     upstream: str
@@ -32,6 +35,7 @@ class GatewayConfig:
     websocket_seconds: float = 3600.0
     connection_cache: int = 16
     max_chain: int = 1000
+    hosted_tools: str = "drop"
 
     def __post_init__(self) -> None:
         if not self.upstream.startswith(("http://", "https://")):
@@ -40,6 +44,8 @@ class GatewayConfig:
             )
         if self.reasoning_field not in REASONING_FIELDS:
             raise ValueError(f"the reasoning field must be one of {REASONING_FIELDS}")
+        if self.hosted_tools not in HOSTED_POLICIES:
+            raise ValueError(f"the hosted tools policy must be one of {HOSTED_POLICIES}")
         if self.max_body_bytes < 1024:
             raise ValueError("the body size limit must be at least 1024 bytes")
 

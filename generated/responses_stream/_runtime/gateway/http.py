@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
 from starlette.requests import ClientDisconnect, Request
@@ -14,10 +14,19 @@ from starlette.types import Receive, Scope, Send
 from .errors import GatewayError
 
 SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
+# Names the tool types left out of the upstream request (``--hosted-tools drop``).
+DROPPED_TOOLS_HEADER = "x-dropped-tools"
+
+
+def dropped_tools_headers(dropped: list[str]) -> dict[str, str]:
+    """The header that names each dropped tool type once, in request order."""
+    return {DROPPED_TOOLS_HEADER: ", ".join(dict.fromkeys(dropped))} if dropped else {}
 
 
 def error_response(exc: GatewayError) -> Response:
-    """An error answer in the OpenAI shape, with its status and headers."""
+    """An error answer in the OpenAI shape, with its status and headers; logged
+    (:meth:`GatewayError.log`: status, code, param and message, never a header)."""
+    exc.log()
     return JSONResponse(exc.body(), exc.status, headers=exc.headers)
 
 
@@ -74,9 +83,14 @@ class EventStreamResponse(StreamingResponse):
     """An SSE response that runs ``cleanup`` however it ends (the client gone too)."""
 
     def __init__(
-        self, frames: AsyncIterator[bytes], cleanup: Callable[[], Awaitable[None]]
+        self,
+        frames: AsyncIterator[bytes],
+        cleanup: Callable[[], Awaitable[None]],
+        headers: Mapping[str, str] | None = None,
     ) -> None:
-        super().__init__(frames, media_type="text/event-stream", headers=SSE_HEADERS)
+        super().__init__(
+            frames, media_type="text/event-stream", headers={**SSE_HEADERS, **(headers or {})}
+        )
         self.frames = frames
         self.cleanup = cleanup
 

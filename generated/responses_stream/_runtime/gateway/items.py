@@ -45,8 +45,8 @@ def _item(value: Any, where: str) -> dict[str, Any]:
     if not isinstance(value, Mapping):
         raise bad_request(f"{where!r} must be an object", where)
     item = copy.deepcopy(dict(value))
-    if item.get("type") is None:
-        item["type"] = "message"
+    if item.get("type") is None:  # an item reference may leave its type out
+        item["type"] = "item_reference" if "role" not in item and "id" in item else "message"
     kind = item["type"]
     if kind == "message":
         _normalize_message(item, where)

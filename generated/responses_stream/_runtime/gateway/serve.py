@@ -31,6 +31,7 @@ class ServeOptions:
     read_timeout: float = 300.0
     max_body_bytes: int = 32 * 1024 * 1024
     reasoning_field: str = "reasoning_content"
+    hosted_tools: str = "drop"
     log_level: str = "info"
 
 
@@ -42,6 +43,7 @@ def build(options: ServeOptions) -> Gateway:
         timeouts=Timeouts(connect=options.connect_timeout, read=options.read_timeout),
         max_body_bytes=options.max_body_bytes,
         reasoning_field=options.reasoning_field,
+        hosted_tools=options.hosted_tools,
     )
     store = open_store(options.store)
     upstream = Upstream(config.upstream, api_key=config.api_key, timeouts=config.timeouts)

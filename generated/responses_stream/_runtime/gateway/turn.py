@@ -20,11 +20,12 @@ from typing import Any, cast
 
 from ..api import asse_from_chat
 from ..processor import ProcessorError
-from .chat_request import chat_request
+from .chat_request import translate
 from .config import GatewayConfig
 from .context import ConnectionCache, load_context
 from .errors import bad_request
 from .items import normalize_input, with_ids
+from .references import resolve_references
 from .store import Store, StoredResponse
 from .upstream import Upstream, UpstreamStream
 
@@ -33,6 +34,15 @@ log = logging.getLogger("responses_stream.gateway")
 # Fields of the create body the gateway itself acts on (not sent upstream as such).
 TRANSPORT_FIELDS = ("type", "stream", "stream_options", "background")
 TERMINAL = (b"response.completed", b"response.incomplete", b"response.failed")
+# The one chunk of a turn with no model call: it ends at once, with nothing said.
+NO_GENERATION = {
+    "id": "prewarm",
+    "object": "chat.completion.chunk",
+    "created": 0,
+    "model": "",
+    "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+    "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+}
 
 
 def new_response_id() -> str:
@@ -51,6 +61,7 @@ class Turn:
     chat_body: dict[str, Any]
     echo: dict[str, Any]
     store: bool
+    dropped: list[str] = field(default_factory=list)  # hosted tools left out upstream
     response: dict[str, Any] | None = None
     _stream: UpstreamStream | None = field(default=None, repr=False)
     _frames: AsyncGenerator[bytes, None] | None = field(default=None, repr=False)
@@ -87,6 +98,20 @@ class Turn:
             raise
         self._stream, self._frames = stream, frames
 
+    def prewarm(self) -> None:
+        """Start a turn that calls no model (WebSocket ``generate: false``): its stream
+        is a completed response with no output, kept for continuation like any turn."""
+        self._frames = cast(
+            AsyncGenerator[bytes, None],
+            asse_from_chat(
+                _one(NO_GENERATION),
+                dialect=self.dialect,
+                request=self.echo,
+                model=self.chat_body["model"],
+                response_id=self.response_id,
+            ),
+        )
+
     async def frames(self) -> AsyncGenerator[bytes, None]:
         """Every SSE frame of the stream; sets ``response`` at its end."""
         if self._frames is None:
@@ -108,6 +133,10 @@ class Turn:
     async def aclose(self) -> None:
         if self._stream is not None:
             await self._stream.aclose()
+
+
+async def _one(chunk: Mapping[str, Any]) -> AsyncGenerator[Mapping[str, Any], None]:
+    yield chunk
 
 
 def _terminal(frames: bytes) -> bytes | None:
@@ -143,19 +172,23 @@ async def plan_turn(
 ) -> Turn:
     """Check and translate one create body; :class:`GatewayError` for what cannot be served."""
     check_create_body(body)
-    inputs = with_ids(normalize_input(body.get("input")))
+    inputs = await resolve_references(store, normalize_input(body.get("input")), cache=cache)
+    inputs = with_ids(inputs)
     previous = body.get("previous_response_id")
     context: list[dict[str, Any]] = []
     if previous is not None:
         context = await load_context(
             store, previous, cache=cache, max_chain=config.max_chain, status=missing_status
         )
-    chat_body = chat_request(
+    chat = translate(
         body,
         [*context, *inputs],
         reasoning_field=config.reasoning_field,
         context_len=len(context),
+        hosted_tools=config.hosted_tools,
     )
+    if chat.dropped:
+        log.info("left out of the upstream request (hosted tools): %s", ", ".join(chat.dropped))
     keep = body.get("store")
     echo = {k: v for k, v in body.items() if k not in ("input", *TRANSPORT_FIELDS)}
     echo["store"] = keep is not False
@@ -165,9 +198,10 @@ async def plan_turn(
         response_id=new_response_id(),
         context=context,
         input_items=inputs,
-        chat_body=chat_body,
+        chat_body=chat.body,
         echo=echo,
         store=keep is not False,
+        dropped=chat.dropped,
     )
 
 

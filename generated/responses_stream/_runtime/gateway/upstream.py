@@ -8,6 +8,13 @@ its status, its message and its retry headers (``Retry-After``, ``retry-after-ms
 retries; a refused connection or a broken answer is 502, a connect or read timeout
 504.  After the first event a failure is an :class:`UpstreamInterrupted`, which the
 conversions turn into ``error`` + ``response.failed`` (or an error chunk).
+
+The upstream's own errors inside a stream keep their code, type and message (see
+:func:`error_object`): as the first event, the answer is that error (its status is the
+upstream's numeric code when that is an HTTP error status, else 502); later, an
+``event: error`` frame whose data the conversions would not read as an error (a bare
+``{"message": ...}``, or text) is passed on as ``{"error": {...}}``, which both
+conversions end the stream with, code and message kept.
 """
 
 from __future__ import annotations
@@ -201,6 +208,10 @@ class UpstreamStream:
             raise GatewayError(
                 502, "the upstream ended its stream before the first event", code="upstream_empty"
             )
+        error = error_object(self._first)
+        if error is not None:
+            await self.aclose()
+            raise stream_error(error)
 
     async def _next_message(self) -> SSEMessage | None:
         """The next SSE message before the stream started, or None at its end."""
@@ -236,7 +247,7 @@ class UpstreamStream:
         yield first.data
         try:
             async for message in self._messages:
-                yield message.data
+                yield _error_frame(message) if message.event == "error" else message.data
         except httpx.TimeoutException:
             raise UpstreamInterrupted(
                 f"the upstream sent nothing for {self.upstream.timeouts.read:g}s",
@@ -346,6 +357,81 @@ def _error_of(raw: bytes) -> dict[str, Any] | None:
         if isinstance(body.get(key), str) and body[key]:
             return {"message": body[key]}
     return None
+
+
+def error_object(message: SSEMessage) -> dict[str, Any] | None:
+    """The upstream's own error in one SSE message, as it sent it; None for anything else.
+
+    An error is a payload ``{"error": {...}}`` (or ``{"error": "text"}``) with no
+    ``choices`` and no event ``type`` but ``error`` (llama.cpp's server, vLLM and other
+    OpenAI-compatible servers send one mid-stream), a Responses ``error`` event (``code``,
+    ``message``, ``param`` at its top), or whatever an ``event: error`` frame carries
+    (its JSON object, else its text as the message).
+    """
+    data = message.data
+    is_event = message.event == "error"
+    if not is_event and '"error"' not in data:
+        return None
+    try:
+        body = json.loads(data) if data.lstrip().startswith("{") else None
+    except (ValueError, RecursionError):
+        body = None
+    if not isinstance(body, dict):
+        return {"message": data.strip() or "the upstream sent an error event"} if is_event else None
+    kind = body.get("type")
+    if "error" in body and "choices" not in body and kind in (None, "error"):
+        inner = body["error"]
+        if isinstance(inner, dict):
+            return inner
+        if isinstance(inner, str) and inner:
+            return {"message": inner}
+        return {"message": data[:1000]} if is_event or kind == "error" else None
+    if kind == "error":
+        return {k: body[k] for k in ("message", "code", "param") if k in body}
+    return body if is_event else None
+
+
+def stream_error(error: Mapping[str, Any]) -> GatewayError:
+    """The answer to an upstream error sent as the first event of its stream: its status
+    (the upstream's numeric ``code`` if that is 400-599, else 502), message, code (or,
+    without one, its ``type``), type and param."""
+    code, kind, param = error.get("code"), error.get("type"), error.get("param")
+    message = error.get("message")
+    if not isinstance(message, str) or not message:
+        message = json.dumps(error, default=str)[:1000]
+    text = str(code) if _scalar(code) and code is not None and not isinstance(code, bool) else None
+    kind = kind if isinstance(kind, str) and kind else None
+    return GatewayError(
+        error_status(text),
+        message,
+        code=text or kind or "upstream_error",
+        error_type=kind,
+        param=param if isinstance(param, str) else None,
+    )
+
+
+def error_status(code: Any, default: int = 502) -> int:
+    """The HTTP status an upstream error code stands for: the code itself when it is an
+    HTTP error status (``500``, ``"429"``), else ``default``."""
+    if isinstance(code, str) and code.isdigit() and len(code) == 3:
+        code = int(code)
+    if type(code) is int and 400 <= code <= 599:
+        return code
+    return default
+
+
+def _error_frame(message: SSEMessage) -> str:
+    """An ``event: error`` frame's payload, as ``{"error": {...}}`` unless it already
+    reads as an error (``{"error": ...}``, or an event whose ``type`` is ``error``)."""
+    data = message.data
+    try:
+        body = json.loads(data)
+    except (ValueError, RecursionError):
+        body = None
+    if isinstance(body, dict) and ("error" in body or body.get("type") == "error"):
+        return data
+    error = error_object(message)
+    return data if error is None else json.dumps({"error": error}, ensure_ascii=False)
 
 
 def _scalar(value: Any) -> bool:

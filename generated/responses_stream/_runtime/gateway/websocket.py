@@ -7,7 +7,10 @@ run one at a time.  The connection keeps its last responses (``store: false`` on
 too) for ``previous_response_id``; a continuation that fails evicts the response it
 continued, and one whose response is not known fails with
 ``previous_response_not_found``.  Failures before a turn's stream are
-``WebSocketErrorEvent`` messages.  A connection lasts at most
+``WebSocketErrorEvent`` messages.  ``stream`` and ``stream_options`` are taken and
+ignored (a WebSocket turn always streams); ``generate: false`` warms the connection
+up: the turn is kept for continuation, no model is called, and its stream is a
+completed response with no output.  A connection lasts at most
 ``GatewayConfig.websocket_seconds``, then ends with ``websocket_connection_limit_reached``.
 """
 
@@ -26,7 +29,7 @@ from .http import parse_object, too_large
 from .state import Gateway
 from .turn import keep, plan_turn
 
-DISALLOWED = ("stream", "stream_options", "background")
+IGNORED = ("stream", "stream_options")  # a WebSocket turn always streams
 
 
 async def serve_websocket(gw: Gateway, ws: WebSocket, dialect: str) -> None:
@@ -76,12 +79,18 @@ async def _turn(
         previous = body.get("previous_response_id")
         if body.get("type") != "response.create":
             raise bad_request("a client message must have type 'response.create'", "type")
-        for name in DISALLOWED:
-            if name in body:
-                raise bad_request(f"{name!r} must not be sent over a WebSocket", name)
-        body.pop("type")
+        if body.get("background"):
+            raise bad_request("'background' must not be sent over a WebSocket", "background")
+        generate = body.pop("generate", None)
+        if generate is not None and not isinstance(generate, bool):
+            raise bad_request("'generate' must be a boolean", "generate")
+        for name in ("type", *IGNORED):
+            body.pop(name, None)
         turn = await plan_turn(gw.config, gw.store, body, dialect, cache=cache, missing_status=400)
-        await turn.start(gw.upstream, authorization)
+        if generate is False:
+            turn.prewarm()
+        else:
+            await turn.start(gw.upstream, authorization)
     except GatewayError as exc:
         if isinstance(previous, str):
             cache.evict(previous)

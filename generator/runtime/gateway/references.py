@@ -1,0 +1,51 @@
+"""``item_reference`` input items, resolved to the items they name.
+
+A reference (``{"type": "item_reference", "id": ...}``, or ``{"id": ...}`` alone, as the
+API allows) stands for an item of a response this gateway stored: an input or output
+item of any stored record (:meth:`Store.find_item`), or of a response the WebSocket
+connection keeps.  It is replaced in place by a copy of that item; an id found nowhere
+is a 400 naming the input index.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from .context import ConnectionCache
+from .errors import GatewayError
+from .items import as_name, check_keys
+from .store import Store
+
+REFERENCE = "item_reference"
+
+
+async def resolve_references(
+    store: Store, items: list[dict[str, Any]], *, cache: ConnectionCache | None = None
+) -> list[dict[str, Any]]:
+    """``items`` with each reference replaced by the item it names."""
+    if not any(item.get("type") == REFERENCE for item in items):
+        return items
+    out = []
+    for i, item in enumerate(items):
+        if item.get("type") != REFERENCE:
+            out.append(item)
+            continue
+        where = f"input[{i}]"
+        check_keys(item, ("type", "id"), where)
+        item_id = as_name(item.get("id"), f"{where}.id")
+        found = cache.find_item(item_id) if cache is not None else None
+        if found is None:
+            record = await store.find_item(item_id)
+            found = record.item(item_id) if record is not None else None
+        if found is None:
+            raise GatewayError(
+                400,
+                f"Item with id {item_id!r} not found: an item_reference names an item of a"
+                " stored response (one created with store not false), or of a response"
+                " kept by this WebSocket connection.",
+                code="item_not_found",
+                param=where,
+            )
+        out.append(copy.deepcopy(found))
+    return out
