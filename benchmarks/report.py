@@ -15,7 +15,7 @@ from .harness import ROOT, Report, load
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from .bench_gateway import GatewayLoad, Phase, Wave
+    from .gateway_load import GatewayLoad, Phase, Wave
 
 DOC = ROOT / "docs" / "benchmarks.md"
 PLOT = ROOT / "docs" / "benchmarks.png"
@@ -159,7 +159,7 @@ def _phase_table(phase: Phase) -> list[str]:
 
 def gateway_section(g: GatewayLoad, cores: int | None) -> list[str]:
     """The "Gateway load" section of docs/benchmarks.md."""
-    from .bench_gateway import RSS_BOUND
+    from .gateway_load import RSS_BOUND
 
     fast, paced = g.fast, g.paced
     last = len(fast.rss_after)

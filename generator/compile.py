@@ -128,6 +128,7 @@ PACKAGE_NAMES = {
     "chat_sse_from_sse",
     "events_from_chat",
     "events_from_harmony_tokens",
+    "gateway",
     "load_harmony_encoding",
     "sse_from_harmony_tokens",
     "parse_sse",

@@ -124,6 +124,7 @@ def render_all(cat: Catalog, spec_dir: Path, *, with_models: bool = True) -> dic
     ctx = {"views": views, "cat": cat, "header": header(sources)}
     files[f"{pkg}/__init__.py"] = env.get_template("package_init.py.j2").render(ctx)
     files[f"{pkg}/__main__.py"] = env.get_template("package_main.py.j2").render(ctx)
+    files[f"{pkg}/gateway.py"] = env.get_template("package_gateway.py.j2").render(ctx)
     files["pyproject.toml"] = env.get_template("pyproject.toml.j2").render(
         {**ctx, "version": __version__}
     )

@@ -24,7 +24,7 @@ from .compile import (
     TransitionC,
 )
 from .pyexpr import MUTABLE, literal, needs_convert, pytype
-from .runtime.stream import COMPACT_EVERY
+from .runtime.core.stream import COMPACT_EVERY
 from .types import TypeRef
 
 

@@ -82,14 +82,15 @@ def make_app(
 
 
 @contextmanager
-def serve(app: Starlette, timeout: float = 10.0) -> Iterator[str]:
-    """Run ``app`` with uvicorn on an ephemeral 127.0.0.1 port in a thread; yields the base URL."""
+def serve(app: Starlette, timeout: float = 10.0, lifespan: str = "off") -> Iterator[str]:
+    """Run ``app`` with uvicorn on an ephemeral 127.0.0.1 port in a thread; yields the base
+    URL.  ``lifespan``: uvicorn's setting (``"on"`` runs the app's startup and shutdown)."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
     config = uvicorn.Config(
-        app, log_level="warning", access_log=False, lifespan="off", timeout_graceful_shutdown=2
+        app, log_level="warning", access_log=False, lifespan=lifespan, timeout_graceful_shutdown=2
     )
     server = uvicorn.Server(config)
     thread = threading.Thread(

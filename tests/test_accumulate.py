@@ -46,8 +46,8 @@ from openai.types.responses import ResponseStreamEvent
 
 import responses_stream as rs
 from responses_stream import CountingIds, events_from_chat
-from responses_stream._runtime.accumulate import AccumulateError, ResponseAccumulator
-from responses_stream._runtime.processor import ProcessorError
+from responses_stream._runtime.consumers.accumulate import AccumulateError, ResponseAccumulator
+from responses_stream._runtime.core.processor import ProcessorError
 
 ROOT = Path(__file__).resolve().parents[1]
 DIALECTS = ("openai", "openresponses")

@@ -36,7 +36,8 @@ from responses_stream import (
     chat_sse_from_responses,
     validate_payloads,
 )
-from responses_stream._runtime.sse_parse import (
+from responses_stream._runtime.consumers.to_chat import chat_sse_from_sse
+from responses_stream._runtime.core.sse_parse import (
     DEFAULT_MAX_EVENT_BYTES,
     DEFAULT_MAX_LINE_BYTES,
     MAX_NESTING,
@@ -44,7 +45,6 @@ from responses_stream._runtime.sse_parse import (
     SSEParser,
     parse_sse,
 )
-from responses_stream._runtime.to_chat import chat_sse_from_sse
 
 ROOT = Path(__file__).resolve().parents[1]
 TEXT = "azure-openai/azure--azure-text.1.jsonl"

@@ -29,8 +29,8 @@ from responses_stream import (
     events_from_chat,
     sse_from_chat,
 )
-from responses_stream._runtime.convert import loads
-from responses_stream._runtime.to_chat import _frame
+from responses_stream._runtime.consumers.to_chat import _frame
+from responses_stream._runtime.core.convert import loads
 
 SETTINGS = {
     "deadline": None,

@@ -29,7 +29,7 @@ from responses_stream import (
     TransitionError,
     validate_payloads,
 )
-from responses_stream._runtime import wire
+from responses_stream._runtime.core import wire
 
 TERMINAL = {"response.completed", "response.incomplete", "response.failed"}
 CITATION = {

@@ -32,7 +32,7 @@ from pydantic import TypeAdapter, ValidationError
 
 import responses_stream as rs
 from responses_stream import CountingIds, chat_data_lines, events_from_chat, sse_from_chat
-from responses_stream._runtime.sse_parse import replace_surrogates
+from responses_stream._runtime.core.sse_parse import replace_surrogates
 
 ROOT = Path(__file__).resolve().parents[1]
 SDK_EVENT: TypeAdapter[Any] = TypeAdapter(ResponseStreamEvent)
@@ -379,7 +379,7 @@ def data(**delta: Any) -> str:
 def test_a_lone_surrogate_is_u_fffd_and_said(field: str, caplog: Any) -> None:
     chunks = [data(**{field: "x"}), data(**{field: "a\ud800b"}), data(**{field: "\udc00"}), STOP]
     assert "\\ud800" in chunks[1]
-    with caplog.at_level(logging.WARNING, logger="responses_stream._runtime.chat"):
+    with caplog.at_level(logging.WARNING, logger="responses_stream._runtime.inputs.chat"):
         run = check(chunks)
     stream = FIELDS[field]
     assert got(run.final)[0][stream] == "xa\ufffdb\ufffd"

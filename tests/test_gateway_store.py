@@ -27,8 +27,8 @@ from responses_stream._runtime.gateway.store import (
     StoreError,
     open_store,
 )
-from responses_stream._runtime.gateway.store_redis import DEFAULT_PREFIX, RedisStore
-from responses_stream._runtime.gateway.store_sqlite import SQLiteStore
+from responses_stream._runtime.gateway.store.redis import DEFAULT_PREFIX, RedisStore
+from responses_stream._runtime.gateway.store.sqlite import SQLiteStore
 
 ROOT = Path(__file__).resolve().parents[1]
 T = TypeVar("T")
@@ -595,7 +595,8 @@ def test_without_redis_installed(tmp_path: Path) -> None:
     code = f"""
 import asyncio, sys
 sys.modules["redis"] = None
-from responses_stream._runtime.gateway import store, store_redis, store_sqlite
+from responses_stream._runtime.gateway import store
+from responses_stream._runtime.gateway.store import redis as store_redis, sqlite as store_sqlite
 assert "redis" not in [m.split(".")[0] for m in sys.modules if sys.modules[m] is not None]
 for url in ("memory:", {str(tmp_path / "x.db")!r}):
     asyncio.run(store.open_store(url).close())

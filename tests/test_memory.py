@@ -19,7 +19,7 @@ from invariants import check_stream
 
 import responses_stream as rs
 from responses_stream import CountingIds, StreamProcessor
-from responses_stream._runtime.stream import COMPACT_EVERY, TextAcc
+from responses_stream._runtime.core.stream import COMPACT_EVERY, TextAcc
 
 N = 1_000_000
 BOUND = 8.0  # bytes per delta beyond the final text's own size, at the peak

@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 import responses_stream as rs
 from responses_stream import CountingIds
-from responses_stream._runtime.sse import to_json
-from responses_stream._runtime.sse_parse import (
+from responses_stream._runtime.core.sse import to_json
+from responses_stream._runtime.core.sse_parse import (
     SSEDecodeError,
     SSEMessage,
     SSEParser,

@@ -30,7 +30,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from responses_stream import CountingIds, StreamProcessor
-from responses_stream._runtime.to_chat import (
+from responses_stream._runtime.consumers.to_chat import (
     ResponsesToChat,
     achat_sse_from_responses,
     chat_chunks_from_responses,

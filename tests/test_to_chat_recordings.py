@@ -33,7 +33,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from responses_stream._runtime.to_chat import ResponsesToChat, chat_sse_from_responses
+from responses_stream._runtime.consumers.to_chat import ResponsesToChat, chat_sse_from_responses
 
 RECORDINGS = Path(__file__).parent / "recordings" / "responses"
 TERMINAL = ("response.completed", "response.incomplete", "response.failed")

@@ -13,8 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from responses_stream import DIALECTS, CountingIds, events_from_chat
-from responses_stream._runtime.sse_parse import parse_sse
-from responses_stream._runtime.validate import ERROR, StreamValidator, validate_payloads
+from responses_stream._runtime.consumers.validate import ERROR, StreamValidator, validate_payloads
+from responses_stream._runtime.core.sse_parse import parse_sse
 
 ROOT = Path(__file__).resolve().parents[1]
 BROKEN = Path(__file__).parent / "broken"

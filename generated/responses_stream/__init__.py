@@ -5,37 +5,8 @@
 from __future__ import annotations
 
 from . import openai, openresponses
-from ._runtime.accumulate import AccumulateError, ResponseAccumulator
-from ._runtime.api import (
-    aevents_from_chat,
-    asse_from_chat,
-    chat_data_lines,
-    events_from_chat,
-    sse_from_chat,
-)
-from ._runtime.chat import ChatToResponses
-from ._runtime.dialect import Dialect
-from ._runtime.errors import TransitionError
-from ._runtime.harmony import HarmonyToResponses
-from ._runtime.harmony_tokens import (
-    HarmonyTokens,
-    events_from_harmony_tokens,
-    load_harmony_encoding,
-    sse_from_harmony_tokens,
-)
-from ._runtime.ids import CountingIds, RandomIds
-from ._runtime.limits import LimitExceeded, Limits
-from ._runtime.processor import ItemHandle, ProcessorError, StreamProcessor
-from ._runtime.sse import SSEEncoder
-from ._runtime.sse_parse import (
-    SSEDecodeError,
-    SSELimitError,
-    SSEMessage,
-    SSEParser,
-    aparse_sse,
-    parse_sse,
-)
-from ._runtime.to_chat import (
+from ._runtime.consumers.accumulate import AccumulateError, ResponseAccumulator
+from ._runtime.consumers.to_chat import (
     ResponsesToChat,
     achat_sse_from_responses,
     achat_sse_from_sse,
@@ -43,7 +14,36 @@ from ._runtime.to_chat import (
     chat_sse_from_responses,
     chat_sse_from_sse,
 )
-from ._runtime.validate import StreamValidator, Violation, validate_payloads
+from ._runtime.consumers.validate import StreamValidator, Violation, validate_payloads
+from ._runtime.core.dialect import Dialect
+from ._runtime.core.errors import TransitionError
+from ._runtime.core.ids import CountingIds, RandomIds
+from ._runtime.core.limits import LimitExceeded, Limits
+from ._runtime.core.processor import ItemHandle, ProcessorError, StreamProcessor
+from ._runtime.core.sse import SSEEncoder
+from ._runtime.core.sse_parse import (
+    SSEDecodeError,
+    SSELimitError,
+    SSEMessage,
+    SSEParser,
+    aparse_sse,
+    parse_sse,
+)
+from ._runtime.inputs.api import (
+    aevents_from_chat,
+    asse_from_chat,
+    chat_data_lines,
+    events_from_chat,
+    sse_from_chat,
+)
+from ._runtime.inputs.chat import ChatToResponses
+from ._runtime.inputs.harmony import HarmonyToResponses
+from ._runtime.inputs.harmony_tokens import (
+    HarmonyTokens,
+    events_from_harmony_tokens,
+    load_harmony_encoding,
+    sse_from_harmony_tokens,
+)
 from ._runtime.version import __version__
 
 DIALECTS: dict[str, Dialect] = {

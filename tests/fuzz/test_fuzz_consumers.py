@@ -41,12 +41,12 @@ from responses_stream import (  # noqa: E402
     StreamProcessor,
     StreamValidator,
 )
-from responses_stream._runtime.sse_parse import (  # noqa: E402
+from responses_stream._runtime.consumers.to_chat import chat_sse_from_sse  # noqa: E402
+from responses_stream._runtime.core.sse_parse import (  # noqa: E402
     SSELimitError,
     parse_sse,
     replace_surrogates,
 )
-from responses_stream._runtime.to_chat import chat_sse_from_sse  # noqa: E402
 
 Stream = list[dict[str, Any]]
 CAPS = {"max_line_bytes": 4096, "max_event_bytes": 8192}  # small, so fuzzing reaches them

@@ -45,7 +45,7 @@ from responses_stream import (  # noqa: E402
     StreamProcessor,
     TransitionError,
 )
-from responses_stream._runtime import wire  # noqa: E402
+from responses_stream._runtime.core import wire  # noqa: E402
 
 DIALECT = rs.DIALECTS["openai"]
 TABLES = DIALECT.tables

@@ -31,11 +31,11 @@ from collections.abc import Callable, Generator, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from .api import _close, _payloads, _setup
-from .errors import ProcessorError
-from .sse_parse import SSEParser
-from .to_chat import chat_sse_from_sse
-from .validate import ERROR, HYGIENE, RULES, StreamValidator
+from .consumers.to_chat import chat_sse_from_sse
+from .consumers.validate import ERROR, HYGIENE, RULES, StreamValidator
+from .core.errors import ProcessorError
+from .core.sse_parse import SSEParser
+from .inputs.api import _close, _payloads, _setup
 from .version import __version__
 
 REASONING_MODES = {

@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 from .. import tables
-from .._runtime.dialect import Dialect
+from .._runtime.core.dialect import Dialect
 from . import models, reading
 from .emitters import ITEM_EMITTERS, ItemEmitter, ResponseEmitter
 

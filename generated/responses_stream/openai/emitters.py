@@ -14,8 +14,8 @@ from typing import Any, Literal
 import msgspec
 from msgspec import UNSET, UnsetType
 
-from .._runtime.errors import TransitionError
-from .._runtime.stream import StreamBase, TextAcc, now
+from .._runtime.core.errors import TransitionError
+from .._runtime.core.stream import StreamBase, TextAcc, now
 from . import models as m
 
 _DEFAULT_0 = msgspec.convert([], type=list[m.McpTool])

@@ -16,7 +16,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..tool_names import ToolNames
+from ..core.tool_names import ToolNames
 from .compaction_token import open_summary
 from .errors import GatewayError, bad_request, unknown_parameter, unsupported
 from .items import (

@@ -17,8 +17,8 @@ from collections.abc import AsyncGenerator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from ..api import asse_from_chat
-from ..processor import ProcessorError
+from ..core.processor import ProcessorError
+from ..inputs.api import asse_from_chat
 from .chat_request import translate
 from .config import GatewayConfig
 from .context import ConnectionCache, load_context

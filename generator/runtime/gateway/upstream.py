@@ -26,7 +26,7 @@ from typing import Any
 
 import httpx
 
-from ..sse_parse import SSEMessage, aparse_sse
+from ..core.sse_parse import SSEMessage, aparse_sse
 from .errors import GatewayError
 
 # Upstream response headers an error answer passes on to the client.

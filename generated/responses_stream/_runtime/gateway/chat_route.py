@@ -8,7 +8,7 @@ from typing import Any, cast
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from ..to_chat import ReasoningMode, ResponsesToChat, achat_sse_from_responses
+from ..consumers.to_chat import ReasoningMode, ResponsesToChat, achat_sse_from_responses
 from .chat_completion import fold_chunks
 from .errors import GatewayError, bad_request
 from .http import EventStreamResponse, error_response, read_json

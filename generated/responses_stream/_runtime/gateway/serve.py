@@ -4,19 +4,13 @@
 from __future__ import annotations
 
 import logging
-import os
 from dataclasses import dataclass
 
 import uvicorn
+from starlette.applications import Starlette
 
-from .app import create_app
-from .config import GatewayConfig
+from .asgi import DEFAULT_MAX_BODY, DEFAULT_STORE, create_app
 from .state import Gateway
-from .store import open_store
-from .upstream import Timeouts, Upstream
-
-API_KEY_ENV = "UPSTREAM_API_KEY"
-DEFAULT_STORE = "sqlite:///responses-stream.db"
 
 log = logging.getLogger("responses_stream.gateway")
 
@@ -29,30 +23,29 @@ class ServeOptions:
     store: str = DEFAULT_STORE
     connect_timeout: float = 10.0
     read_timeout: float = 300.0
-    max_body_bytes: int = 32 * 1024 * 1024
+    max_body_bytes: int = DEFAULT_MAX_BODY
     reasoning_field: str = "reasoning_content"
     hosted_tools: str = "drop"
     log_level: str = "info"
 
 
-def build(options: ServeOptions) -> Gateway:
-    """The gateway ``options`` describe; ValueError for a bad one (one line)."""
-    config = GatewayConfig(
-        upstream=options.upstream,
-        api_key=os.environ.get(API_KEY_ENV) or None,
-        timeouts=Timeouts(connect=options.connect_timeout, read=options.read_timeout),
+def build(options: ServeOptions) -> Starlette:
+    """The app ``options`` describe; ValueError for a bad one (one line)."""
+    return create_app(
+        options.upstream,
+        store=options.store,
+        connect_timeout=options.connect_timeout,
+        read_timeout=options.read_timeout,
         max_body_bytes=options.max_body_bytes,
         reasoning_field=options.reasoning_field,
         hosted_tools=options.hosted_tools,
     )
-    store = open_store(options.store)
-    upstream = Upstream(config.upstream, api_key=config.api_key, timeouts=config.timeouts)
-    return Gateway(config=config, upstream=upstream, store=store)
 
 
 def run(options: ServeOptions) -> None:
     """Serve until interrupted."""
-    gw = build(options)
+    app = build(options)
+    gw: Gateway = app.state.gateway
     logging.basicConfig(level=options.log_level.upper(), format="%(levelname)s: %(message)s")
     key = "the configured key" if gw.config.api_key else "the client's Authorization"
     log.info(
@@ -65,7 +58,7 @@ def run(options: ServeOptions) -> None:
         options.port,
     )
     uvicorn.run(
-        create_app(gw),
+        app,
         host=options.host,
         port=options.port,
         log_level=options.log_level,

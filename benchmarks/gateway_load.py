@@ -1,0 +1,114 @@
+"""The figures of the gateway load benchmark: its setups, and what each wave and phase
+measured.  ``bench_gateway`` fills them; ``report`` writes them out."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+SECTION = "Gateway load"
+CLIENTS = 200
+SAMPLE_EVERY = 0.5  # seconds between two RSS samples
+RSS_BOUND = 1.10
+
+
+@dataclass(frozen=True)
+class Setup:
+    name: str
+    chunks: int  # delta chunks a stream (a quarter reasoning, the rest text)
+    interval: float  # seconds before each chunk
+
+    @property
+    def label(self) -> str:
+        return f"{self.interval * 1000:g} ms"
+
+    @property
+    def offered(self) -> float:
+        """Delta chunks a second the upstream sends when nothing holds it back."""
+        return CLIENTS / self.interval
+
+
+FAST = Setup("fast", 200, 0.005)
+PACED = Setup("paced", 50, 0.05)
+
+
+@dataclass
+class Wave:
+    kind: str  # "gateway" or "direct"
+    seconds: float
+    streams: int  # streams read to a correct end
+    events: int  # SSE events received, all streams
+    latencies: list[int]  # ns, send → arrival, every delta event of a correct stream
+    failures: list[str]
+    cpu: dict[str, float]  # process ("gateway", "upstream", "client") → CPU seconds
+
+    @property
+    def events_per_s(self) -> float:
+        return self.events / self.seconds
+
+    @property
+    def streams_per_s(self) -> float:
+        return self.streams / self.seconds
+
+    def quantile(self, q: float) -> float:
+        """The ``q`` quantile of the latencies, ms (0 when there are none)."""
+        ordered = sorted(self.latencies)
+        return ordered[round(q * (len(ordered) - 1))] / 1e6 if ordered else 0.0
+
+
+@dataclass
+class Phase:
+    """The waves of one setup, on one gateway process."""
+
+    setup: Setup
+    waves: list[Wave] = field(default_factory=list)
+    rss_idle: float = 0.0  # MiB, before the first wave
+    rss_after: list[float] = field(default_factory=list)  # MiB, after each gateway wave
+    rss_peak: float = 0.0  # MiB, the largest sample
+    samples: int = 0
+    logged: list[str] = field(default_factory=list)  # the gateway's log (warnings and up)
+
+    def of(self, kind: str) -> list[Wave]:
+        return [w for w in self.waves if w.kind == kind]
+
+    def median(self, kind: str, figure: Callable[[Wave], float]) -> float:
+        return statistics.median(figure(w) for w in self.of(kind))
+
+    def added(self, q: float) -> float:
+        """What the gateway adds to the ``q`` quantile of delta latency, ms."""
+
+        def quantile(w: Wave) -> float:
+            return w.quantile(q)
+
+        return self.median("gateway", quantile) - self.median("direct", quantile)
+
+    def cpu_per_delta(self, kind: str, process: str) -> float:
+        """µs of ``process``'s CPU a delta chunk, median over the ``kind`` waves."""
+        chunks = CLIENTS * self.setup.chunks
+        return self.median(kind, lambda w: w.cpu[process] / chunks * 1e6)
+
+    @property
+    def failures(self) -> list[str]:
+        return [f"{w.kind} wave: {f}" for w in self.waves for f in w.failures]
+
+
+@dataclass
+class GatewayLoad:
+    """One run's figures, for the "Gateway load" section ``report.py`` writes."""
+
+    clients: int
+    fast: Phase
+    paced: Phase
+
+    @property
+    def rss_ratio(self) -> float:
+        return self.fast.rss_after[-1] / self.fast.rss_after[0]
+
+    @property
+    def started(self) -> int:
+        return sum(len(p.waves) for p in (self.fast, self.paced)) * self.clients
+
+    @property
+    def failures(self) -> list[str]:
+        return self.fast.failures + self.paced.failures

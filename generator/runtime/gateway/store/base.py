@@ -1,0 +1,160 @@
+"""Stored responses: the record, the :class:`Store` interface every backend has,
+and the in-memory backend.
+
+A record is JSON: ``{"format": 1, "response": {...}, "input_items": [...]}``; ``format``
+lets a later version read and migrate what an earlier one wrote.  Every backend also
+indexes the ids of a record's items (its input items and output items), so that an
+``item_reference`` finds the record holding the item (:meth:`Store.find_item`).
+This module imports no backend; :func:`..store.open_store` picks one.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Protocol
+from urllib.parse import urlsplit, urlunsplit
+
+import msgspec
+
+RECORD_FORMAT = 1
+
+
+class StoreError(Exception):
+    """A backend failed (disk full, Redis down...); the message never shows a password."""
+
+
+@dataclass(frozen=True)
+class StoredResponse:
+    """A finished response as sent to the client, and the input items of its own turn."""
+
+    response: dict[str, Any]
+    input_items: list[dict[str, Any]]
+
+    @property
+    def id(self) -> str:
+        value = self.response.get("id")
+        if not isinstance(value, str) or not value:
+            raise ValueError("a stored response needs a non-empty string 'id'")
+        return value
+
+    @property
+    def previous_response_id(self) -> str | None:
+        value = self.response.get("previous_response_id")
+        return value if isinstance(value, str) else None
+
+    def items(self) -> list[dict[str, Any]]:
+        """Its input items, then its output items."""
+        output = self.response.get("output")
+        return [*self.input_items, *(output if isinstance(output, list) else [])]
+
+    def item_ids(self) -> list[str]:
+        """The ids of :meth:`items` (each once, those that have one)."""
+        ids = (item.get("id") for item in self.items() if isinstance(item, dict))
+        return list(dict.fromkeys(i for i in ids if isinstance(i, str) and i))
+
+    def item(self, item_id: str) -> dict[str, Any] | None:
+        """The item with ``item_id``; the output's when both have it."""
+        for item in reversed(self.items()):
+            if isinstance(item, dict) and item.get("id") == item_id:
+                return item
+        return None
+
+
+class Store(Protocol):
+    """Where responses are kept; async, shared by the concurrent requests of one process."""
+
+    url: str  # for logs: never shows a password
+
+    async def put(self, record: StoredResponse) -> None:
+        """Insert or replace ``record``; returns once the backend has it."""
+
+    async def get(self, response_id: str) -> StoredResponse | None:
+        """The record of ``response_id``, None when there is none."""
+
+    async def find_item(self, item_id: str) -> StoredResponse | None:
+        """The record holding the item ``item_id`` (the latest put), None when none does."""
+
+    async def delete(self, response_id: str) -> bool:
+        """Remove ``response_id``'s record (and its items' index entries); True when it
+        existed."""
+
+    async def close(self) -> None:
+        """Release the backend (files, connections)."""
+
+
+def encode_record(record: StoredResponse) -> bytes:
+    """``record`` as JSON bytes (ASCII-escaped when it holds lone surrogates)."""
+    body = {"format": RECORD_FORMAT, "response": record.response, "input_items": record.input_items}
+    try:
+        return msgspec.json.encode(body)
+    except (UnicodeEncodeError, msgspec.EncodeError):
+        return json.dumps(body, ensure_ascii=True).encode("ascii")
+
+
+def decode_record(data: bytes, response_id: str) -> StoredResponse:
+    """The record ``encode_record`` wrote; StoreError when ``data`` is not one."""
+    try:
+        body = msgspec.json.decode(data)
+    except msgspec.DecodeError:
+        try:
+            body = json.loads(data)
+        except ValueError:
+            raise StoreError(f"the stored record of {response_id!r} is not JSON") from None
+    if not isinstance(body, dict) or body.get("format") != RECORD_FORMAT:
+        found = body.get("format") if isinstance(body, dict) else None
+        raise StoreError(f"the stored record of {response_id!r} has unknown format {found!r}")
+    response, items = body.get("response"), body.get("input_items")
+    if not isinstance(response, dict) or not isinstance(items, list):
+        raise StoreError(f"the stored record of {response_id!r} is malformed")
+    return StoredResponse(response=response, input_items=items)
+
+
+def hide_password(url: str) -> str:
+    """``url`` with the password of its user part shown as ``***``."""
+    try:
+        parts = urlsplit(url)
+        password = parts.password
+    except ValueError:
+        password = None
+        parts = None
+    if parts is None or password is None:
+        return url
+    host = parts.netloc.rpartition("@")[2]
+    netloc = f"{parts.username or ''}:***@{host}"
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+class MemoryStore:
+    """Records in a dict of this process: lost when it ends (tests, ``store: false`` only)."""
+
+    url = "memory:"
+
+    def __init__(self) -> None:
+        self._records: dict[str, bytes] = {}  # encoded, so callers cannot mutate them
+        self._items: dict[str, str] = {}  # item id -> response id
+
+    async def put(self, record: StoredResponse) -> None:
+        self._records[record.id] = encode_record(record)
+        for item_id in record.item_ids():
+            self._items[item_id] = record.id
+
+    async def get(self, response_id: str) -> StoredResponse | None:
+        data = self._records.get(response_id)
+        return None if data is None else decode_record(data, response_id)
+
+    async def find_item(self, item_id: str) -> StoredResponse | None:
+        response_id = self._items.get(item_id)
+        return None if response_id is None else await self.get(response_id)
+
+    async def delete(self, response_id: str) -> bool:
+        data = self._records.pop(response_id, None)
+        if data is None:
+            return False
+        for item_id in decode_record(data, response_id).item_ids():
+            if self._items.get(item_id) == response_id:
+                del self._items[item_id]
+        return True
+
+    async def close(self) -> None:
+        """Nothing to release; the records stay until the process ends."""

@@ -1,0 +1,212 @@
+"""The Redis store: one Redis shared by every gateway replica.
+
+URLs: ``redis://[user:password@]host[:port][/db]``, ``rediss://...`` (TLS) and
+``unix:///path/to/redis.sock[?db=N]``, with ``?prefix=NAME`` (key prefix, default
+``responses-stream:``) and ``?ttl=SECONDS`` (expiry, default none); any other query option
+goes to redis-py (``socket_timeout=...``, ``max_connections=...``).  A record is a string at
+``prefix + id``; nothing is cached in the process, so every replica sees every write as soon
+as Redis acknowledged it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
+from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit, urlunsplit
+
+from .base import StoredResponse, StoreError, decode_record, encode_record, hide_password
+
+if TYPE_CHECKING:
+    from redis.asyncio import Redis
+
+T = TypeVar("T")
+
+DEFAULT_PREFIX = "responses-stream:"
+# Defaults a URL's own query options override: a dead Redis fails a request, never hangs it,
+# and past MAX_CONNECTIONS concurrent calls a call waits (up to TIMEOUT) for a free connection.
+CONNECT_TIMEOUT = 5.0
+TIMEOUT = 10.0
+MAX_CONNECTIONS = 64
+RETRIES = 3  # SET, GET and DEL are safe to send again
+
+
+@dataclass(frozen=True)
+class RedisURL:
+    """A store URL taken apart: redis-py's URL (without our options), prefix, ttl, secrets."""
+
+    client_url: str
+    prefix: str
+    ttl: int | None
+    shown: str  # the URL for logs, password hidden
+    secrets: tuple[str, ...]  # the password, as written and decoded, to keep out of messages
+
+
+def _one_each(query: str, url: str) -> dict[str, str]:
+    pairs = parse_qsl(query, keep_blank_values=True)
+    options = dict(pairs)
+    if len(options) != len(pairs):
+        raise ValueError(f"the Redis store URL {url} repeats a query option")
+    return options
+
+
+def _ttl(value: str | None) -> int | None:
+    if value is None:
+        return None
+    if not value.isdigit() or int(value) < 1:
+        raise ValueError(f"the Redis store's ttl must be a whole number of seconds >= 1: {value!r}")
+    return int(value)
+
+
+def _check_address(url: str, shown: str) -> None:
+    """ValueError unless ``url`` names a host (redis, rediss) or a socket path (unix)."""
+    parts = urlsplit(url)
+    if parts.scheme == "unix":
+        if not parts.path or parts.path.endswith("/"):
+            raise ValueError(
+                f"the Redis store URL {shown} names no socket: unix:///path/redis.sock"
+            )
+        return
+    try:
+        parts.port  # noqa: B018 - urlsplit checks the port when it is read
+    except ValueError:
+        raise ValueError(f"the Redis store URL {shown} has a bad port") from None
+    if not parts.hostname:
+        raise ValueError(f"the Redis store URL {shown} names no host: redis://host:port/db")
+    db = parts.path.lstrip("/")
+    if db and not db.isdigit():
+        raise ValueError(f"the Redis store URL {shown} has a bad database number {db!r}")
+
+
+def _shown(url: str, options: dict[str, str]) -> str:
+    """``url`` for logs and messages: the password hidden, in the user part and the query."""
+    if "password" not in options:
+        return hide_password(url)
+    base, _, _ = url.partition("?")
+    query = urlencode({**options, "password": "***"}, safe=":/*", quote_via=quote)
+    return f"{hide_password(base)}?{query}"
+
+
+def parse_redis_url(url: str) -> RedisURL:
+    """``url`` taken apart; ValueError (one line, password hidden) for a bad one."""
+    parts = urlsplit(url)
+    options = _one_each(parts.query, hide_password(url.partition("?")[0]))
+    shown = _shown(url, options)
+    _check_address(url, shown)
+    if not options.get("db", "0").isdigit():
+        raise ValueError(f"the Redis store URL {shown} has a bad database number")
+    prefix = options.pop("prefix", DEFAULT_PREFIX)
+    ttl = _ttl(options.pop("ttl", None))
+    client_url = urlunsplit(parts._replace(query=urlencode(options, quote_via=quote)))
+    found = [s for s in (parts.password, options.get("password")) if s]
+    secrets = tuple({form for s in found for form in (s, unquote(s), quote(s))})
+    return RedisURL(client_url, prefix, ttl, shown, secrets)
+
+
+def _client(url: str) -> Redis:
+    """A redis.asyncio client for ``url`` (no connection yet); ImportError without redis."""
+    try:
+        import redis.asyncio
+        from redis.asyncio.retry import Retry
+        from redis.backoff import ExponentialWithJitterBackoff
+    except ImportError:
+        raise ImportError(
+            "the Redis store needs the redis package: pip install 'responses-stream[gateway]'"
+        ) from None
+    pool = redis.asyncio.BlockingConnectionPool.from_url(
+        url,
+        max_connections=MAX_CONNECTIONS,
+        timeout=TIMEOUT,
+        socket_connect_timeout=CONNECT_TIMEOUT,
+        socket_timeout=TIMEOUT,
+        # a connection Redis dropped (a restart, a failover) is made again, not an error
+        retry=Retry(ExponentialWithJitterBackoff(base=0.05, cap=1.0), RETRIES),
+    )
+    return redis.asyncio.Redis.from_pool(pool)
+
+
+class RedisStore:
+    """Records as Redis strings at ``prefix + id``, and for each item of a record the
+    record's id at ``prefix + "item:" + item id`` (all with ``EX ttl`` when a ttl is set)."""
+
+    def __init__(self, url: str) -> None:
+        parsed = parse_redis_url(url)
+        self.url = parsed.shown
+        self.prefix = parsed.prefix
+        self.ttl = parsed.ttl
+        self._secrets = parsed.secrets
+        try:
+            self._redis = _client(parsed.client_url)
+        except ValueError as exc:  # redis-py's check of its own query options
+            raise ValueError(f"the Redis store URL {self.url}: {exc}") from None
+        build: Callable[[], object] = self._redis.connection_pool.make_connection
+        try:  # builds (never connects) a connection: refuses an option redis-py lacks
+            build()
+        except TypeError as exc:
+            raise ValueError(
+                f"the Redis store URL {self.url} has an unknown option: {exc}"
+            ) from None
+
+    def _key(self, response_id: str) -> str:
+        return self.prefix + response_id
+
+    def _error(self, doing: str, exc: BaseException) -> StoreError:
+        message = str(exc) or type(exc).__name__
+        for secret in sorted(self._secrets, key=len, reverse=True):
+            message = message.replace(secret, "***")
+        return StoreError(f"the Redis store {self.url} could not {doing}: {message}")
+
+    async def _call(self, doing: str, call: Awaitable[T]) -> T:
+        """``await call``; a Redis or network failure is a StoreError."""
+        from redis.exceptions import RedisError
+
+        try:
+            return await call
+        except (RedisError, OSError) as exc:
+            raise self._error(doing, exc) from None
+
+    def _item_key(self, item_id: str) -> str:
+        return f"{self.prefix}item:{item_id}"
+
+    async def put(self, record: StoredResponse) -> None:
+        key, data = self._key(record.id), encode_record(record)
+        # one MULTI/EXEC: the record and its items' index entries land together
+        pipe = self._redis.pipeline(transaction=True)
+        pipe.set(key, data, ex=self.ttl)
+        for item_id in record.item_ids():
+            pipe.set(self._item_key(item_id), record.id, ex=self.ttl)
+        await self._call(f"store {record.id!r}", pipe.execute())
+
+    async def find_item(self, item_id: str) -> StoredResponse | None:
+        found: Any = await self._call(
+            f"look up item {item_id!r}", self._redis.get(self._item_key(item_id))
+        )
+        if found is None:
+            return None
+        return await self.get(bytes(found).decode())
+
+    async def get(self, response_id: str) -> StoredResponse | None:
+        data: Any = await self._call(
+            f"read {response_id!r}", self._redis.get(self._key(response_id))
+        )
+        if data is None:
+            return None
+        return decode_record(bytes(data), response_id)
+
+    async def delete(self, response_id: str) -> bool:
+        record = await self.get(response_id)
+        count: Any = await self._call(
+            f"delete {response_id!r}", self._redis.delete(self._key(response_id))
+        )
+        item_keys = [self._item_key(i) for i in (record.item_ids() if record else [])]
+        if item_keys:  # index entries that a later record took over stay
+            owners: Any = await self._call(
+                f"read the items of {response_id!r}", self._redis.mget(item_keys)
+            )
+            mine = [k for k, o in zip(item_keys, owners, strict=True) if o == response_id.encode()]
+            if mine:
+                await self._call(f"delete the items of {response_id!r}", self._redis.delete(*mine))
+        return int(count) > 0
+
+    async def close(self) -> None:
+        await self._redis.aclose()

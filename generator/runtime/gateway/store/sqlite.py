@@ -1,0 +1,139 @@
+"""The SQLite store: one file on this host, durable once ``put`` returns.
+
+One connection (WAL journal, ``synchronous=FULL``) in autocommit mode, so each statement is
+its own committed transaction; every call runs in a worker thread under a lock, so the event
+loop never waits on the disk.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TypeVar
+
+from .base import StoredResponse, StoreError, decode_record, encode_record
+
+T = TypeVar("T")
+
+SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS responses "
+    "(id TEXT PRIMARY KEY, created_at INTEGER NOT NULL, record BLOB NOT NULL)",
+    # item id -> the response holding it (item_reference); rows go with their response
+    "CREATE TABLE IF NOT EXISTS items (item_id TEXT PRIMARY KEY, response_id TEXT NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS items_by_response ON items (response_id)",
+)
+PUT = (
+    "INSERT INTO responses (id, created_at, record) VALUES (?, ?, ?) "
+    "ON CONFLICT (id) DO UPDATE SET created_at = excluded.created_at, record = excluded.record"
+)
+PUT_ITEM = "INSERT OR REPLACE INTO items (item_id, response_id) VALUES (?, ?)"
+FIND_ITEM = (
+    "SELECT r.id, r.record FROM items i JOIN responses r ON r.id = i.response_id "
+    "WHERE i.item_id = ?"
+)
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    """An open, prepared connection to ``path``; ValueError (one line) when it cannot be."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        raise ValueError(
+            f"cannot create the directory of the SQLite store {path}: {reason}"
+        ) from None
+    db: sqlite3.Connection | None = None
+    try:
+        db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+        db.execute("PRAGMA busy_timeout = 5000")
+        db.execute("PRAGMA journal_mode = WAL")
+        db.execute("PRAGMA synchronous = FULL")
+        for statement in SCHEMA:
+            db.execute(statement)
+    except sqlite3.Error as exc:
+        if db is not None:
+            db.close()
+        raise ValueError(f"cannot open the SQLite store {path}: {exc}") from None
+    return db
+
+
+def _created_at(response: dict[str, Any]) -> int:
+    value = response.get("created_at")
+    return value if isinstance(value, int) else int(time.time())
+
+
+@contextmanager
+def _transaction(db: sqlite3.Connection) -> Iterator[None]:
+    """One transaction around the block (the connection is in autocommit mode)."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
+
+
+class SQLiteStore:
+    """Records in one SQLite table, ``(id, created_at, record)``."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path.absolute()
+        self.url = f"sqlite:///{self.path}"
+        self._db = _connect(self.path)
+        self._lock = threading.Lock()
+
+    async def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """``work(connection)`` in a worker thread; a SQLite failure is a StoreError."""
+
+        def locked() -> T:
+            with self._lock:
+                try:
+                    return work(self._db)
+                except sqlite3.Error as exc:
+                    raise StoreError(f"the SQLite store {self.path} failed: {exc}") from None
+
+        return await asyncio.to_thread(locked)
+
+    async def put(self, record: StoredResponse) -> None:
+        row = (record.id, _created_at(record.response), encode_record(record))
+        items = [(item_id, record.id) for item_id in record.item_ids()]
+
+        def write(db: sqlite3.Connection) -> None:
+            with _transaction(db):
+                db.execute(PUT, row)
+                db.executemany(PUT_ITEM, items)
+
+        await self._run(write)
+
+    async def get(self, response_id: str) -> StoredResponse | None:
+        query = "SELECT record FROM responses WHERE id = ?"
+        row = await self._run(lambda db: db.execute(query, (response_id,)).fetchone())
+        return None if row is None else decode_record(bytes(row[0]), response_id)
+
+    async def find_item(self, item_id: str) -> StoredResponse | None:
+        row = await self._run(lambda db: db.execute(FIND_ITEM, (item_id,)).fetchone())
+        return None if row is None else decode_record(bytes(row[1]), str(row[0]))
+
+    async def delete(self, response_id: str) -> bool:
+        def remove(db: sqlite3.Connection) -> int:
+            with _transaction(db):
+                db.execute("DELETE FROM items WHERE response_id = ?", (response_id,))
+                count: int = db.execute(
+                    "DELETE FROM responses WHERE id = ?", (response_id,)
+                ).rowcount
+                return count
+
+        return await self._run(remove) > 0
+
+    async def close(self) -> None:
+        await asyncio.to_thread(self._close)
+
+    def _close(self) -> None:
+        with self._lock:
+            self._db.close()
