@@ -24,7 +24,10 @@
 Model names starting with a fault name script it, on both POST routes:
 ``fake-429`` (429 with ``Retry-After: 7``), ``fake-500`` (500), ``fake-cut`` (a few
 chunks, then the connection is closed without ``[DONE]``) and ``fake-slow`` (0.2 s
-between chunks).
+between chunks); on the chat route ``fake-error`` sends a few chunks, then the error
+chunk llama.cpp's server sends (:data:`MIDSTREAM_ERROR`) and ends.  A request with
+``logprobs: true`` gets each answer piece's log probabilities
+(:func:`token_logprob`, ``top_logprobs`` alternatives).
 
 Run it by hand: ``python tests/gateway_upstream.py --port 8001``.
 """
@@ -75,6 +78,11 @@ SERVER_ERROR = {
     }
 }
 
+# What llama.cpp's server sends mid-stream when it fails (a well-formed error chunk).
+MIDSTREAM_ERROR = {
+    "error": {"code": 500, "type": "server_error", "message": "the model ran out of memory"}
+}
+
 RECORDINGS = Path(__file__).resolve().parent / "recordings" / "responses"
 # Genuine OpenAI streams (vercel/ai fixtures, neither trimmed nor rewritten: see
 # recordings/responses/provenance.json), both accepted by the openai SDK's strict
@@ -120,6 +128,7 @@ class _Turn:
     calls: list[_Call] = field(default_factory=list)
     finish: str = "stop"
     prompt_tokens: int = 0
+    top_logprobs: int | None = None  # None: no logprobs asked for
 
     def usage(self) -> dict[str, Any]:
         done = len(self.reasoning) + len(self.content) + sum(len(fragments(c)) for c in self.calls)
@@ -285,7 +294,22 @@ def plan_turn(body: Mapping[str, Any], call_prefix: str) -> _Turn:
     if isinstance(cap, int) and not isinstance(cap, bool) and cap < len(pieces):
         pieces, turn.finish = pieces[: max(cap, 0)], "length"
     turn.reasoning, turn.content = list(REASONING), pieces
+    if body.get("logprobs") is True:
+        top = body.get("top_logprobs")
+        turn.top_logprobs = top if isinstance(top, int) and not isinstance(top, bool) else 0
     return turn
+
+
+def token_logprob(piece: str, index: int, top: int) -> dict[str, Any]:
+    """The chat ``logprobs.content`` entry of answer piece ``index``, with ``top``
+    alternatives (the piece itself first)."""
+
+    def entry(token: str, logprob: float) -> dict[str, Any]:
+        return {"token": token, "logprob": logprob, "bytes": list(token.encode())}
+
+    best = -round(0.01 * (index + 1), 4)
+    others = [entry(f"{piece}~{n}", best - n) for n in range(1, top)]
+    return {**entry(piece, best), "top_logprobs": [entry(piece, best), *others][:top]}
 
 
 def _is_map(value: Any) -> TypeGuard[Mapping[str, Any]]:
@@ -304,7 +328,11 @@ def chat_chunks(turn: _Turn, base: Mapping[str, Any], include_usage: bool) -> li
 
     out = [chunk({"role": "assistant", "content": None if turn.calls else ""})]
     out += [chunk({"reasoning_content": piece}) for piece in turn.reasoning]
-    out += [chunk({"content": piece}) for piece in turn.content]
+    for i, piece in enumerate(turn.content):
+        out.append(chunk({"content": piece}))
+        if turn.top_logprobs is not None:
+            lp = {"content": [token_logprob(piece, i, turn.top_logprobs)], "refusal": None}
+            out[-1]["choices"][0]["logprobs"] = lp
     for index, call in enumerate(turn.calls):
         key = "arguments" if call.kind == "function" else "input"
         first = {"index": index, "id": call.id, "type": call.kind}
@@ -514,6 +542,9 @@ class ModelUpstream:
         if cut:
             finish = next(i for i, c in enumerate(chunks) if c["choices"][0]["finish_reason"])
             return _CutResponse(frames[: min(CUT_AFTER, finish)], "text/event-stream", delay)
+        if model.startswith("fake-error"):
+            frames = [*frames[:CUT_AFTER], sse_data(MIDSTREAM_ERROR)]
+            return StreamingResponse(_paced(frames, delay), media_type="text/event-stream")
         frames.append(b"data: [DONE]\n\n")
         return StreamingResponse(_paced(frames, delay), media_type="text/event-stream")
 

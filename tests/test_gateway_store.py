@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import sqlite3
 import subprocess
@@ -25,6 +26,7 @@ from responses_stream._runtime.gateway.store import (
     Store,
     StoredResponse,
     StoreError,
+    decode_record,
     open_store,
 )
 from responses_stream._runtime.gateway.store.redis import DEFAULT_PREFIX, RedisStore
@@ -284,6 +286,59 @@ def test_find_item(store_url: str) -> None:
                 assert await store.find_item(item["id"]) is None, item["id"]
 
     run(main())
+
+
+def test_tenants_roundtrip_and_index_their_items_apart(store_url: str) -> None:
+    async def main() -> None:
+        async with opened(store_url) as store:
+            mine = make_record(new_id())
+            mine = StoredResponse(mine.response, mine.input_items, tenant="t-alice")
+            theirs = make_record(new_id())
+            theirs = StoredResponse(theirs.response, mine.input_items, tenant="t-bob")
+            await store.put(mine)
+            await store.put(theirs)  # the same input item ids, another tenant
+            assert await store.get(mine.id) == mine
+            shared = mine.input_items[0]["id"]
+            assert await store.find_item(shared, "t-alice") == mine
+            assert await store.find_item(shared, "t-bob") == theirs
+            assert await store.find_item(shared) is None  # no record without a tenant has it
+            assert await store.find_item(f"msg_{mine.id}", "t-bob") is None
+            assert await store.delete(theirs.id) is True
+            assert await store.find_item(shared, "t-alice") == mine
+
+    run(main())
+
+
+def test_a_record_from_before_tenancy_has_none(store_url: str) -> None:
+    record = make_record(new_id())
+    old = {"format": 1, "response": record.response, "input_items": record.input_items}
+    decoded = decode_record(json.dumps(old).encode(), record.id)
+    assert decoded == record and decoded.tenant is None
+    with pytest.raises(StoreError, match="tenant"):
+        decode_record(json.dumps({**old, "format": 2, "tenant": 7}).encode(), record.id)
+
+
+def test_the_tenant_secret_is_made_once_and_kept(durable_url: str) -> None:
+    async def secret() -> bytes:
+        async with opened(durable_url) as store:
+            return await store.tenant_secret()
+
+    async def two_at_once() -> list[bytes]:
+        async with opened(durable_url) as one, opened(durable_url) as two:
+            return list(await asyncio.gather(one.tenant_secret(), two.tenant_secret()))
+
+    first = run(secret())
+    assert len(first) == 32
+    assert run(secret()) == first  # reopened
+    assert run(two_at_once()) == [first, first]
+
+
+def test_a_memory_store_has_a_secret_of_its_own() -> None:
+    async def secret() -> bytes:
+        async with opened("memory:") as store:
+            return await store.tenant_secret()
+
+    assert run(secret()) != run(secret())
 
 
 def test_find_item_after_a_reopen(durable_url: str) -> None:
@@ -587,7 +642,7 @@ def test_sqlite_file_layout(tmp_path: Path) -> None:
         data = db.execute("SELECT record FROM responses").fetchone()[0]
     db.close()
     assert rows == [(record.id, 1764800000, "blob")]
-    assert data.startswith(b'{"format":1,')
+    assert data.startswith(b'{"format":2,"tenant":null,')
 
 
 def test_without_redis_installed(tmp_path: Path) -> None:

@@ -238,6 +238,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     """Run the gateway; its extra missing or a bad option is a usage error."""
     try:
         from .gateway.serve import ServeOptions, run
+        from .gateway.tenancy import gateway_keys
     except ImportError as exc:
         raise UsageError(
             f"serve needs the gateway extra ({exc.name or exc} is missing): "
@@ -253,6 +254,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
         max_body_bytes=args.max_body_bytes,
         reasoning_field=args.reasoning_field,
         hosted_tools=args.hosted_tools,
+        api_keys=gateway_keys(args.api_key or (), os.environ.get("RESPONSES_STREAM_API_KEYS")),
+        tenant_secret=args.tenant_secret,
+        legacy_records=args.legacy_records,
         log_level=args.log_level,
     )
     try:
@@ -530,6 +534,27 @@ def build_parser() -> argparse.ArgumentParser:
         help="tools only OpenAI's servers run (web_search, file_search, ...): left out of"
         " the upstream request and named in the x-dropped-tools header (drop), or a 400"
         " (refuse)",
+    )
+    g.add_argument(
+        "--api-key",
+        action="append",
+        metavar="KEY",
+        help="a key clients must send (Authorization: Bearer KEY); repeatable; each is a"
+        " tenant of its own. Prefer RESPONSES_STREAM_API_KEYS (comma-separated): a command"
+        " line shows in ps",
+    )
+    g.add_argument(
+        "--tenant-secret",
+        metavar="SECRET",
+        default=os.environ.get("RESPONSES_STREAM_TENANT_SECRET"),
+        help="what tenants are derived with (default: RESPONSES_STREAM_TENANT_SECRET, else a"
+        " secret the store keeps)",
+    )
+    g.add_argument(
+        "--legacy-records",
+        choices=["hidden", "shared"],
+        default="hidden",
+        help="who sees responses stored before tenancy: no one (hidden) or every caller (shared)",
     )
     g.add_argument(
         "--log-level",

@@ -10,6 +10,7 @@ connections and the store are closed at shutdown.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 
 from starlette.applications import Starlette
 
@@ -17,9 +18,12 @@ from .app import create_app as app_for
 from .config import GatewayConfig
 from .state import Gateway
 from .store import open_store
+from .tenancy import gateway_keys
 from .upstream import Timeouts, Upstream
 
 API_KEY_ENV = "UPSTREAM_API_KEY"
+GATEWAY_KEYS_ENV = "RESPONSES_STREAM_API_KEYS"
+TENANT_SECRET_ENV = "RESPONSES_STREAM_TENANT_SECRET"
 DEFAULT_STORE = "sqlite:///responses-stream.db"
 DEFAULT_MAX_BODY = 32 * 1024 * 1024
 
@@ -34,17 +38,26 @@ def create_app(
     max_body_bytes: int = DEFAULT_MAX_BODY,
     reasoning_field: str = "reasoning_content",
     hosted_tools: str = "drop",
+    api_keys: Iterable[str] | None = None,
+    tenant_secret: str | None = None,
+    legacy_records: str = "hidden",
 ) -> Starlette:
     """The gateway for the chat completions server at ``upstream`` (its ``/v1`` base
     URL), keeping stored responses in ``store`` (a URL, see ``open_store``).
 
     ``api_key`` is sent upstream instead of each client's ``Authorization`` (default:
-    the ``UPSTREAM_API_KEY`` environment variable, if set).  The other settings are
+    the ``UPSTREAM_API_KEY`` environment variable, if set).  ``api_keys`` are the
+    gateway's own keys (default: the comma-separated ``RESPONSES_STREAM_API_KEYS``): with
+    any, a request needs one of them, each is a tenant of its own, and no client
+    credential goes upstream.  ``tenant_secret`` (default:
+    ``RESPONSES_STREAM_TENANT_SECRET``, else a secret the store keeps) derives tenants;
+    ``legacy_records`` says who sees records from before tenancy.  The other settings are
     ``serve``'s options of the same names.  The routes are those of ``serve``: ``/v1``,
     ``/openresponses/v1``, ``/v1/chat/completions`` and ``/health``, under wherever the
     app is mounted.  ``app.state.gateway`` holds its settings, upstream and store.
     ValueError (one line) for a bad setting.
     """
+    listed = os.environ.get(GATEWAY_KEYS_ENV) if api_keys is None else None
     config = GatewayConfig(
         upstream=upstream,
         api_key=api_key if api_key is not None else os.environ.get(API_KEY_ENV) or None,
@@ -52,6 +65,9 @@ def create_app(
         max_body_bytes=max_body_bytes,
         reasoning_field=reasoning_field,
         hosted_tools=hosted_tools,
+        api_keys=gateway_keys(api_keys or (), listed),
+        tenant_secret=tenant_secret or os.environ.get(TENANT_SECRET_ENV) or None,
+        legacy_records=legacy_records,
     )
     client = Upstream(config.upstream, api_key=config.api_key, timeouts=config.timeouts)
     gw = Gateway(config=config, upstream=client, store=open_store(store))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .chat_request import HOSTED_POLICIES
+from .tenancy import LEGACY_POLICIES
 from .upstream import Timeouts
 
 REASONING_FIELDS = ("reasoning_content", "reasoning")
@@ -23,7 +24,11 @@ class GatewayConfig:
     ``connection_cache``: how many responses a WebSocket connection keeps for
     ``previous_response_id`` (also ``store: false`` ones);
     ``hosted_tools``: ``drop`` leaves tools only OpenAI's servers run out of the
-    upstream request (and says so), ``refuse`` answers them with a 400.
+    upstream request (and says so), ``refuse`` answers them with a 400;
+    ``api_keys``: the gateway's own keys (none: the client's credential is forwarded);
+    ``tenant_secret``: what tenants are derived with (None: the store's own);
+    ``legacy_records``: who sees records from before tenancy (``hidden``: no one,
+    ``shared``: everyone).
     """
 
     upstream: str
@@ -35,6 +40,9 @@ class GatewayConfig:
     connection_cache: int = 16
     max_chain: int = 1000
     hosted_tools: str = "drop"
+    api_keys: tuple[str, ...] = ()
+    tenant_secret: str | None = None
+    legacy_records: str = "hidden"
 
     def __post_init__(self) -> None:
         if not self.upstream.startswith(("http://", "https://")):
@@ -45,9 +53,18 @@ class GatewayConfig:
             raise ValueError(f"the reasoning field must be one of {REASONING_FIELDS}")
         if self.hosted_tools not in HOSTED_POLICIES:
             raise ValueError(f"the hosted tools policy must be one of {HOSTED_POLICIES}")
+        if self.legacy_records not in LEGACY_POLICIES:
+            raise ValueError(f"legacy records must be one of {LEGACY_POLICIES}")
+        if any(not key or key != key.strip() or "," in key for key in self.api_keys):
+            raise ValueError("a gateway key must be non-empty, without commas or spaces around")
+        if self.tenant_secret is not None and len(self.tenant_secret) < 16:
+            raise ValueError("the tenant secret must be at least 16 characters")
         if self.max_body_bytes < 1024:
             raise ValueError("the body size limit must be at least 1024 bytes")
 
     def __repr__(self) -> str:  # the key stays out of logs and tracebacks
         key = "set" if self.api_key else None
-        return f"GatewayConfig(upstream={self.upstream!r}, api_key={key!r})"
+        return (
+            f"GatewayConfig(upstream={self.upstream!r}, api_key={key!r},"
+            f" api_keys={len(self.api_keys)})"
+        )

@@ -16,14 +16,20 @@ from .context import ConnectionCache
 from .errors import GatewayError
 from .items import as_name, check_keys
 from .store import Store
+from .tenancy import Caller
 
 REFERENCE = "item_reference"
 
 
 async def resolve_references(
-    store: Store, items: list[dict[str, Any]], *, cache: ConnectionCache | None = None
+    store: Store,
+    items: list[dict[str, Any]],
+    *,
+    caller: Caller,
+    cache: ConnectionCache | None = None,
 ) -> list[dict[str, Any]]:
-    """``items`` with each reference replaced by the item it names."""
+    """``items`` with each reference replaced by the item it names (an item of a record
+    ``caller`` may see)."""
     if not any(item.get("type") == REFERENCE for item in items):
         return items
     out = []
@@ -35,9 +41,12 @@ async def resolve_references(
         check_keys(item, ("type", "id"), where)
         item_id = as_name(item.get("id"), f"{where}.id")
         found = cache.find_item(item_id) if cache is not None else None
-        if found is None:
-            record = await store.find_item(item_id)
-            found = record.item(item_id) if record is not None else None
+        for tenant in caller.item_tenants if found is None else ():
+            record = await store.find_item(item_id, tenant)
+            if record is not None and caller.sees(record):
+                found = record.item(item_id)
+            if found is not None:
+                break
         if found is None:
             raise GatewayError(
                 400,

@@ -21,8 +21,9 @@ async def create(gw: Gateway, request: Request, dialect: str) -> Response:
     """A response, streamed when ``stream`` is true, else its final Response as JSON."""
     try:
         body = await read_json(request, gw.config.max_body_bytes)
-        turn = await plan_turn(gw.config, gw.store, body, dialect)
-        await turn.start(gw.upstream, request.headers.get("authorization"))
+        caller = await gw.caller(request.headers.get("authorization"))
+        turn = await plan_turn(gw.config, gw.store, body, dialect, caller=caller)
+        await turn.start(gw.upstream, caller.upstream_authorization)
     except GatewayError as exc:
         return error_response(exc)
     headers = dropped_tools_headers(turn.dropped)
@@ -85,16 +86,19 @@ def error_event(frames: bytes) -> dict[str, Any] | None:
     return None
 
 
+def _not_found(response_id: str) -> GatewayError:
+    return GatewayError(
+        404, f"No response found with id {response_id!r}.", code="not_found", param="response_id"
+    )
+
+
 async def _record(gw: Gateway, request: Request) -> Any:
+    """The caller's record of the path's response id; another tenant's is not found."""
     response_id = request.path_params["response_id"]
+    caller = await gw.caller(request.headers.get("authorization"))
     record = await gw.store.get(response_id)
-    if record is None:
-        raise GatewayError(
-            404,
-            f"No response found with id {response_id!r}.",
-            code="not_found",
-            param="response_id",
-        )
+    if record is None or not caller.sees(record):
+        raise _not_found(response_id)
     return record
 
 
@@ -108,15 +112,12 @@ async def retrieve(gw: Gateway, request: Request) -> Response:
 
 async def delete(gw: Gateway, request: Request) -> Response:
     response_id = request.path_params["response_id"]
-    if not await gw.store.delete(response_id):
-        return error_response(
-            GatewayError(
-                404,
-                f"No response found with id {response_id!r}.",
-                code="not_found",
-                param="response_id",
-            )
-        )
+    try:
+        await _record(gw, request)
+        if not await gw.store.delete(response_id):
+            raise _not_found(response_id)
+    except GatewayError as exc:
+        return error_response(exc)
     return JSONResponse({"id": response_id, "object": "response.deleted", "deleted": True})
 
 

@@ -1,11 +1,12 @@
-"""What every route shares: the settings, the upstream and the store."""
+"""What every route shares: the settings, the upstream, the store, and who is asking."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .config import GatewayConfig
 from .store import Store
+from .tenancy import Caller, Tenancy
 from .upstream import Upstream
 
 
@@ -14,3 +15,21 @@ class Gateway:
     config: GatewayConfig
     upstream: Upstream
     store: Store
+    _tenancy: Tenancy | None = field(default=None, repr=False)
+
+    async def tenancy(self) -> Tenancy:
+        """The tenancy rules (its secret read from the store the first time)."""
+        if self._tenancy is None:
+            given = self.config.tenant_secret
+            secret = given.encode() if given else await self.store.tenant_secret()
+            self._tenancy = Tenancy(secret, self.config.api_keys, self.config.legacy_records)
+        return self._tenancy
+
+    async def caller(self, authorization: str | None) -> Caller:
+        """Who sent a request with this ``Authorization`` header (already let in)."""
+        tenancy = await self.tenancy()
+        return Caller(tenancy, tenancy.tenant(authorization), self.forwarded(authorization))
+
+    def forwarded(self, authorization: str | None) -> str | None:
+        """The client's credential as the upstream may see it: never a gateway key."""
+        return None if self.config.api_keys else authorization

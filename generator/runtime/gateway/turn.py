@@ -26,6 +26,7 @@ from .errors import bad_request
 from .items import normalize_input, with_ids
 from .references import resolve_references
 from .store import Store, StoredResponse
+from .tenancy import Caller
 from .upstream import Upstream, UpstreamStream
 
 log = logging.getLogger("responses_stream.gateway")
@@ -61,6 +62,7 @@ class Turn:
     echo: dict[str, Any]
     store: bool
     dropped: list[str] = field(default_factory=list)  # hosted tools left out upstream
+    tenant: str | None = None  # whose record it is, once stored
     response: dict[str, Any] | None = None
     _stream: UpstreamStream | None = field(default=None, repr=False)
     _frames: AsyncGenerator[bytes, None] | None = field(default=None, repr=False)
@@ -166,18 +168,25 @@ async def plan_turn(
     body: dict[str, Any],
     dialect: str,
     *,
+    caller: Caller,
     cache: ConnectionCache | None = None,
     missing_status: int = 404,
 ) -> Turn:
     """Check and translate one create body; :class:`GatewayError` for what cannot be served."""
     check_create_body(body)
-    inputs = await resolve_references(store, normalize_input(body.get("input")), cache=cache)
+    inputs = normalize_input(body.get("input"))
+    inputs = await resolve_references(store, inputs, caller=caller, cache=cache)
     inputs = with_ids(inputs)
     previous = body.get("previous_response_id")
     context: list[dict[str, Any]] = []
     if previous is not None:
         context = await load_context(
-            store, previous, cache=cache, max_chain=config.max_chain, status=missing_status
+            store,
+            previous,
+            caller=caller,
+            cache=cache,
+            max_chain=config.max_chain,
+            status=missing_status,
         )
     chat = translate(
         body,
@@ -201,6 +210,7 @@ async def plan_turn(
         echo=echo,
         store=keep is not False,
         dropped=chat.dropped,
+        tenant=caller.tenant,
     )
 
 
@@ -220,6 +230,7 @@ async def keep(store: Store, turn: Turn) -> None:
     if not turn.store or turn.response is None:
         return
     try:
-        await store.put(StoredResponse(response=turn.response, input_items=turn.input_items))
+        record = StoredResponse(turn.response, turn.input_items, tenant=turn.tenant)
+        await store.put(record)
     except Exception as exc:  # the client has its answer: say so in the log, keep serving
         log.error("could not store response %s: %s", turn.response_id, exc)

@@ -21,6 +21,7 @@ from typing import Any
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route, WebSocketRoute
@@ -33,6 +34,7 @@ from .errors import GatewayError
 from .http import error_response
 from .responses_routes import create, delete, input_items, retrieve
 from .state import Gateway
+from .tenancy import KeyCheck
 from .websocket import serve_websocket
 
 log = logging.getLogger("responses_stream.gateway")
@@ -55,6 +57,7 @@ def create_app(gw: Gateway) -> Starlette:
 
     return Starlette(
         routes=routes(gw),
+        middleware=[Middleware(KeyCheck, keys=gw.config.api_keys)],
         lifespan=lifespan,
         exception_handlers={HTTPException: _http_error, Exception: _internal_error},
     )
@@ -113,7 +116,8 @@ async def _models(gw: Gateway, request: Request) -> Response:
     model = request.path_params.get("model")
     path = "/models" if model is None else f"/models/{model}"
     try:
-        status, body = await gw.upstream.get(path, request.headers.get("authorization"))
+        forwarded = gw.forwarded(request.headers.get("authorization"))
+        status, body = await gw.upstream.get(path, forwarded)
     except GatewayError as exc:
         return error_response(exc)
     return JSONResponse(body, status)

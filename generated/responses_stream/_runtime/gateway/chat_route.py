@@ -34,7 +34,10 @@ async def chat_completions(gw: Gateway, request: Request) -> Response:
             )
         upstream_body = responses_request(body)
         stream = gw.upstream.stream(
-            "/responses", upstream_body, request.headers.get("authorization"), terminal=True
+            "/responses",
+            upstream_body,
+            gw.forwarded(request.headers.get("authorization")),
+            terminal=True,
         )
         await stream.open()
     except GatewayError as exc:

@@ -45,12 +45,16 @@ async def compact(gw: Gateway, request: Request, dialect: str) -> Response:
             raise GatewayError(
                 400, "'model' is required", code="missing_required_parameter", param="model"
             )
-        items = with_ids(await resolve_references(gw.store, normalize_input(body.get("input"))))
+        caller = await gw.caller(request.headers.get("authorization"))
+        items = normalize_input(body.get("input"))
+        items = with_ids(await resolve_references(gw.store, items, caller=caller))
         previous = body.get("previous_response_id")
         if previous is not None:
-            items = [*await load_context(gw.store, previous, max_chain=gw.config.max_chain), *items]
+            limit = gw.config.max_chain
+            context = await load_context(gw.store, previous, caller=caller, max_chain=limit)
+            items = [*context, *items]
         turn = _summary_turn(gw, body, items, dialect)
-        await turn.start(gw.upstream, request.headers.get("authorization"))
+        await turn.start(gw.upstream, caller.upstream_authorization)
     except GatewayError as exc:
         return error_response(exc)
     async for _ in turn.frames():

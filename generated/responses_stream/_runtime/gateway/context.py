@@ -15,6 +15,7 @@ from typing import Any
 
 from .errors import GatewayError
 from .store import Store
+from .tenancy import Caller
 
 
 class ConnectionCache:
@@ -63,11 +64,13 @@ async def load_context(
     store: Store,
     response_id: str,
     *,
+    caller: Caller,
     cache: ConnectionCache | None = None,
     max_chain: int = 1000,
     status: int = 404,
 ) -> list[dict[str, Any]]:
-    """The items a continuation of ``response_id`` starts from (a fresh list)."""
+    """The items a continuation of ``response_id`` starts from (a fresh list); a record
+    ``caller`` may not see is one that does not exist."""
     if not isinstance(response_id, str) or not response_id:
         raise GatewayError(
             400, "'previous_response_id' must be a non-empty string", param="previous_response_id"
@@ -81,7 +84,7 @@ async def load_context(
             chain.append(list(items))
             break
         record = await store.get(current)
-        if record is None:
+        if record is None or not caller.sees(record):
             raise not_found(response_id, status)
         output = record.response.get("output")
         chain.append([*record.input_items, *(output if isinstance(output, list) else [])])

@@ -24,6 +24,7 @@ from typing import Any
 
 _log = logging.getLogger("responses_stream.gateway")
 LOGGED_MESSAGE_CHARS = 500
+WIRE_TRACE = ("< ", "> ")  # how the websockets library starts a header or frame record
 # What reads as a credential inside an error message (an upstream may echo one).
 _SECRET = re.compile(
     r"(?i)\b(bearer|basic)\s+[^\s,;\"']+"
@@ -108,10 +109,31 @@ class GatewayError(Exception):
 def safe_message(message: str) -> str:
     """``message`` as it may be logged: keys and tokens masked, at most
     :data:`LOGGED_MESSAGE_CHARS` characters, on one line."""
-    text = _SECRET.sub(_mask, " ".join(message.split()))
+    text = masked(" ".join(message.split()))
     if len(text) > LOGGED_MESSAGE_CHARS:
         text = text[: LOGGED_MESSAGE_CHARS - 1] + "\u2026"
     return text
+
+
+def masked(text: str) -> str:
+    """``text`` with anything that reads as a key or a bearer token masked."""
+    return _SECRET.sub(_mask, text)
+
+
+class RedactSecrets(logging.Filter):
+    """A log filter that masks keys and bearer tokens in every record it passes, and
+    drops the WebSocket wire trace: at debug level the websockets library logs each
+    handshake header (the client's key) and each frame (the prompt), one ``< ...`` or
+    ``> ...`` record each."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        text = record.getMessage()
+        if record.levelno <= logging.DEBUG and text[:2] in WIRE_TRACE:
+            return False
+        clean = masked(text)
+        if clean != text:
+            record.msg, record.args = clean, None
+        return True
 
 
 def _mask(match: re.Match[str]) -> str:

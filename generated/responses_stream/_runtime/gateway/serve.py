@@ -3,13 +3,16 @@
 
 from __future__ import annotations
 
+import copy
 import logging
 from dataclasses import dataclass
+from typing import Any
 
 import uvicorn
 from starlette.applications import Starlette
 
 from .asgi import DEFAULT_MAX_BODY, DEFAULT_STORE, create_app
+from .errors import RedactSecrets
 from .state import Gateway
 
 log = logging.getLogger("responses_stream.gateway")
@@ -26,6 +29,9 @@ class ServeOptions:
     max_body_bytes: int = DEFAULT_MAX_BODY
     reasoning_field: str = "reasoning_content"
     hosted_tools: str = "drop"
+    api_keys: tuple[str, ...] | None = None  # None: RESPONSES_STREAM_API_KEYS
+    tenant_secret: str | None = None
+    legacy_records: str = "hidden"
     log_level: str = "info"
 
 
@@ -39,7 +45,19 @@ def build(options: ServeOptions) -> Starlette:
         max_body_bytes=options.max_body_bytes,
         reasoning_field=options.reasoning_field,
         hosted_tools=options.hosted_tools,
+        api_keys=options.api_keys,
+        tenant_secret=options.tenant_secret,
+        legacy_records=options.legacy_records,
     )
+
+
+def log_config() -> dict[str, Any]:
+    """uvicorn's own logging setup, with every handler masking keys and tokens."""
+    config: dict[str, Any] = copy.deepcopy(uvicorn.config.LOGGING_CONFIG)
+    config["filters"] = {"redact": {"()": RedactSecrets}}
+    for handler in config["handlers"].values():
+        handler["filters"] = ["redact"]
+    return config
 
 
 def run(options: ServeOptions) -> None:
@@ -47,7 +65,16 @@ def run(options: ServeOptions) -> None:
     app = build(options)
     gw: Gateway = app.state.gateway
     logging.basicConfig(level=options.log_level.upper(), format="%(levelname)s: %(message)s")
-    key = "the configured key" if gw.config.api_key else "the client's Authorization"
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(RedactSecrets())
+    if gw.config.api_key:
+        key = "the configured key"
+    elif gw.config.api_keys:
+        key = "no key (none is configured; clients use gateway keys)"
+    else:
+        key = "the client's Authorization"
+    if gw.config.api_keys:
+        log.info("gateway keys: %d (each a tenant of its own)", len(gw.config.api_keys))
     log.info(
         "gateway for %s (sending %s), store %s, on http://%s:%d: "
         "/v1 (openai), /openresponses/v1 (openresponses)",
@@ -62,6 +89,7 @@ def run(options: ServeOptions) -> None:
         host=options.host,
         port=options.port,
         log_level=options.log_level,
+        log_config=log_config(),
         ws="websockets-sansio",
         lifespan="on",
         # longer than clients keep idle connections (the openai SDK: 5 s), so a client

@@ -27,6 +27,7 @@ from .context import ConnectionCache
 from .errors import GatewayError, bad_request
 from .http import parse_object, too_large
 from .state import Gateway
+from .tenancy import Caller
 from .turn import keep, plan_turn
 
 IGNORED = ("stream", "stream_options")  # a WebSocket turn always streams
@@ -38,7 +39,7 @@ async def serve_websocket(gw: Gateway, ws: WebSocket, dialect: str) -> None:
     cache = ConnectionCache(gw.config.connection_cache)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + gw.config.websocket_seconds
-    authorization = ws.headers.get("authorization")
+    caller = await gw.caller(ws.headers.get("authorization"))
     try:
         while True:
             try:
@@ -58,7 +59,7 @@ async def serve_websocket(gw: Gateway, ws: WebSocket, dialect: str) -> None:
             if text is None:
                 raw = message.get("bytes") or b""
                 text = raw.decode("utf-8", "replace")
-            await _turn(gw, ws, text, dialect, cache, authorization)
+            await _turn(gw, ws, text, dialect, cache, caller)
     except WebSocketDisconnect:
         return
 
@@ -69,7 +70,7 @@ async def _turn(
     text: str,
     dialect: str,
     cache: ConnectionCache,
-    authorization: str | None,
+    caller: Caller,
 ) -> None:
     previous: Any = None
     try:
@@ -86,11 +87,13 @@ async def _turn(
             raise bad_request("'generate' must be a boolean", "generate")
         for name in ("type", *IGNORED):
             body.pop(name, None)
-        turn = await plan_turn(gw.config, gw.store, body, dialect, cache=cache, missing_status=400)
+        turn = await plan_turn(
+            gw.config, gw.store, body, dialect, caller=caller, cache=cache, missing_status=400
+        )
         if generate is False:
             turn.prewarm()
         else:
-            await turn.start(gw.upstream, authorization)
+            await turn.start(gw.upstream, caller.upstream_authorization)
     except GatewayError as exc:
         if isinstance(previous, str):
             cache.evict(previous)

@@ -1,8 +1,11 @@
 """Stored responses: the record, the :class:`Store` interface every backend has,
 and the in-memory backend.
 
-A record is JSON: ``{"format": 1, "response": {...}, "input_items": [...]}``; ``format``
-lets a later version read and migrate what an earlier one wrote.  Every backend also
+A record is JSON: ``{"format": 2, "tenant": ..., "response": {...}, "input_items": [...]}``;
+``format`` lets a later version read and migrate what an earlier one wrote (a format-1
+record, from before tenancy, reads with no tenant).  ``tenant`` is who may see it
+(see ``..tenancy``): the store keeps it, and a secret tenants are derived with
+(:meth:`Store.tenant_secret`), but never a credential.  Every backend also
 indexes the ids of a record's items (its input items and output items), so that an
 ``item_reference`` finds the record holding the item (:meth:`Store.find_item`).
 This module imports no backend; :func:`..store.open_store` picks one.
@@ -11,13 +14,16 @@ This module imports no backend; :func:`..store.open_store` picks one.
 from __future__ import annotations
 
 import json
+import secrets
 from dataclasses import dataclass
 from typing import Any, Protocol
 from urllib.parse import urlsplit, urlunsplit
 
 import msgspec
 
-RECORD_FORMAT = 1
+RECORD_FORMAT = 2  # 2: the record has its tenant; 1 (before tenancy): it has none
+READ_FORMATS = (1, 2)
+SECRET_BYTES = 32
 
 
 class StoreError(Exception):
@@ -30,6 +36,7 @@ class StoredResponse:
 
     response: dict[str, Any]
     input_items: list[dict[str, Any]]
+    tenant: str | None = None  # None: a record from before tenancy
 
     @property
     def id(self) -> str:
@@ -72,8 +79,12 @@ class Store(Protocol):
     async def get(self, response_id: str) -> StoredResponse | None:
         """The record of ``response_id``, None when there is none."""
 
-    async def find_item(self, item_id: str) -> StoredResponse | None:
-        """The record holding the item ``item_id`` (the latest put), None when none does."""
+    async def find_item(self, item_id: str, tenant: str | None = None) -> StoredResponse | None:
+        """The record of ``tenant`` holding the item ``item_id`` (the latest put), None
+        when none does."""
+
+    async def tenant_secret(self) -> bytes:
+        """The secret tenants are derived with: made once, kept by the store for good."""
 
     async def delete(self, response_id: str) -> bool:
         """Remove ``response_id``'s record (and its items' index entries); True when it
@@ -85,7 +96,12 @@ class Store(Protocol):
 
 def encode_record(record: StoredResponse) -> bytes:
     """``record`` as JSON bytes (ASCII-escaped when it holds lone surrogates)."""
-    body = {"format": RECORD_FORMAT, "response": record.response, "input_items": record.input_items}
+    body = {
+        "format": RECORD_FORMAT,
+        "tenant": record.tenant,
+        "response": record.response,
+        "input_items": record.input_items,
+    }
     try:
         return msgspec.json.encode(body)
     except (UnicodeEncodeError, msgspec.EncodeError):
@@ -101,13 +117,21 @@ def decode_record(data: bytes, response_id: str) -> StoredResponse:
             body = json.loads(data)
         except ValueError:
             raise StoreError(f"the stored record of {response_id!r} is not JSON") from None
-    if not isinstance(body, dict) or body.get("format") != RECORD_FORMAT:
+    if not isinstance(body, dict) or body.get("format") not in READ_FORMATS:
         found = body.get("format") if isinstance(body, dict) else None
         raise StoreError(f"the stored record of {response_id!r} has unknown format {found!r}")
     response, items = body.get("response"), body.get("input_items")
     if not isinstance(response, dict) or not isinstance(items, list):
         raise StoreError(f"the stored record of {response_id!r} is malformed")
-    return StoredResponse(response=response, input_items=items)
+    tenant = body.get("tenant") if body.get("format") == RECORD_FORMAT else None
+    if tenant is not None and not isinstance(tenant, str):
+        raise StoreError(f"the stored record of {response_id!r} has a malformed tenant")
+    return StoredResponse(response=response, input_items=items, tenant=tenant)
+
+
+def new_secret() -> bytes:
+    """A fresh secret for deriving tenants."""
+    return secrets.token_bytes(SECRET_BYTES)
 
 
 def hide_password(url: str) -> str:
@@ -132,28 +156,34 @@ class MemoryStore:
 
     def __init__(self) -> None:
         self._records: dict[str, bytes] = {}  # encoded, so callers cannot mutate them
-        self._items: dict[str, str] = {}  # item id -> response id
+        self._items: dict[tuple[str, str], str] = {}  # (tenant, item id) -> response id
+        self._secret = new_secret()
 
     async def put(self, record: StoredResponse) -> None:
         self._records[record.id] = encode_record(record)
         for item_id in record.item_ids():
-            self._items[item_id] = record.id
+            self._items[record.tenant or "", item_id] = record.id
 
     async def get(self, response_id: str) -> StoredResponse | None:
         data = self._records.get(response_id)
         return None if data is None else decode_record(data, response_id)
 
-    async def find_item(self, item_id: str) -> StoredResponse | None:
-        response_id = self._items.get(item_id)
+    async def find_item(self, item_id: str, tenant: str | None = None) -> StoredResponse | None:
+        response_id = self._items.get((tenant or "", item_id))
         return None if response_id is None else await self.get(response_id)
+
+    async def tenant_secret(self) -> bytes:
+        return self._secret
 
     async def delete(self, response_id: str) -> bool:
         data = self._records.pop(response_id, None)
         if data is None:
             return False
-        for item_id in decode_record(data, response_id).item_ids():
-            if self._items.get(item_id) == response_id:
-                del self._items[item_id]
+        record = decode_record(data, response_id)
+        for item_id in record.item_ids():
+            key = (record.tenant or "", item_id)
+            if self._items.get(key) == response_id:
+                del self._items[key]
         return True
 
     async def close(self) -> None:

@@ -16,26 +16,29 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
-from .base import StoredResponse, StoreError, decode_record, encode_record
+from .base import StoredResponse, StoreError, decode_record, encode_record, new_secret
 
 T = TypeVar("T")
 
 SCHEMA = (
     "CREATE TABLE IF NOT EXISTS responses "
     "(id TEXT PRIMARY KEY, created_at INTEGER NOT NULL, record BLOB NOT NULL)",
-    # item id -> the response holding it (item_reference); rows go with their response
-    "CREATE TABLE IF NOT EXISTS items (item_id TEXT PRIMARY KEY, response_id TEXT NOT NULL)",
-    "CREATE INDEX IF NOT EXISTS items_by_response ON items (response_id)",
+    # (tenant, item id) -> the response holding it (item_reference); rows go with it
+    "CREATE TABLE IF NOT EXISTS item_index (tenant TEXT NOT NULL, item_id TEXT NOT NULL, "
+    "response_id TEXT NOT NULL, PRIMARY KEY (tenant, item_id))",
+    "CREATE INDEX IF NOT EXISTS item_index_by_response ON item_index (response_id)",
+    "CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value BLOB NOT NULL)",
 )
 PUT = (
     "INSERT INTO responses (id, created_at, record) VALUES (?, ?, ?) "
     "ON CONFLICT (id) DO UPDATE SET created_at = excluded.created_at, record = excluded.record"
 )
-PUT_ITEM = "INSERT OR REPLACE INTO items (item_id, response_id) VALUES (?, ?)"
+PUT_ITEM = "INSERT OR REPLACE INTO item_index (tenant, item_id, response_id) VALUES (?, ?, ?)"
 FIND_ITEM = (
-    "SELECT r.id, r.record FROM items i JOIN responses r ON r.id = i.response_id "
-    "WHERE i.item_id = ?"
+    "SELECT r.id, r.record FROM item_index i JOIN responses r ON r.id = i.response_id "
+    "WHERE i.tenant = ? AND i.item_id = ?"
 )
+SECRET_NAME = "tenant_secret"
 
 
 def _connect(path: Path) -> sqlite3.Connection:
@@ -102,7 +105,7 @@ class SQLiteStore:
 
     async def put(self, record: StoredResponse) -> None:
         row = (record.id, _created_at(record.response), encode_record(record))
-        items = [(item_id, record.id) for item_id in record.item_ids()]
+        items = [(record.tenant or "", item_id, record.id) for item_id in record.item_ids()]
 
         def write(db: sqlite3.Connection) -> None:
             with _transaction(db):
@@ -116,14 +119,24 @@ class SQLiteStore:
         row = await self._run(lambda db: db.execute(query, (response_id,)).fetchone())
         return None if row is None else decode_record(bytes(row[0]), response_id)
 
-    async def find_item(self, item_id: str) -> StoredResponse | None:
-        row = await self._run(lambda db: db.execute(FIND_ITEM, (item_id,)).fetchone())
+    async def find_item(self, item_id: str, tenant: str | None = None) -> StoredResponse | None:
+        key = (tenant or "", item_id)
+        row = await self._run(lambda db: db.execute(FIND_ITEM, key).fetchone())
         return None if row is None else decode_record(bytes(row[1]), str(row[0]))
+
+    async def tenant_secret(self) -> bytes:
+        def made(db: sqlite3.Connection) -> bytes:
+            insert = "INSERT OR IGNORE INTO meta (name, value) VALUES (?, ?)"
+            db.execute(insert, (SECRET_NAME, new_secret()))
+            row = db.execute("SELECT value FROM meta WHERE name = ?", (SECRET_NAME,)).fetchone()
+            return bytes(row[0])
+
+        return await self._run(made)
 
     async def delete(self, response_id: str) -> bool:
         def remove(db: sqlite3.Connection) -> int:
             with _transaction(db):
-                db.execute("DELETE FROM items WHERE response_id = ?", (response_id,))
+                db.execute("DELETE FROM item_index WHERE response_id = ?", (response_id,))
                 count: int = db.execute(
                     "DELETE FROM responses WHERE id = ?", (response_id,)
                 ).rowcount

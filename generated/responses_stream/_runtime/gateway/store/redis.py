@@ -16,7 +16,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit, urlunsplit
 
-from .base import StoredResponse, StoreError, decode_record, encode_record, hide_password
+from .base import (
+    StoredResponse,
+    StoreError,
+    decode_record,
+    encode_record,
+    hide_password,
+    new_secret,
+)
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
@@ -166,8 +173,8 @@ class RedisStore:
         except (RedisError, OSError) as exc:
             raise self._error(doing, exc) from None
 
-    def _item_key(self, item_id: str) -> str:
-        return f"{self.prefix}item:{item_id}"
+    def _item_key(self, item_id: str, tenant: str | None) -> str:
+        return f"{self.prefix}item:{tenant or ''}:{item_id}"
 
     async def put(self, record: StoredResponse) -> None:
         key, data = self._key(record.id), encode_record(record)
@@ -175,16 +182,22 @@ class RedisStore:
         pipe = self._redis.pipeline(transaction=True)
         pipe.set(key, data, ex=self.ttl)
         for item_id in record.item_ids():
-            pipe.set(self._item_key(item_id), record.id, ex=self.ttl)
+            pipe.set(self._item_key(item_id, record.tenant), record.id, ex=self.ttl)
         await self._call(f"store {record.id!r}", pipe.execute())
 
-    async def find_item(self, item_id: str) -> StoredResponse | None:
+    async def find_item(self, item_id: str, tenant: str | None = None) -> StoredResponse | None:
         found: Any = await self._call(
-            f"look up item {item_id!r}", self._redis.get(self._item_key(item_id))
+            f"look up item {item_id!r}", self._redis.get(self._item_key(item_id, tenant))
         )
         if found is None:
             return None
         return await self.get(bytes(found).decode())
+
+    async def tenant_secret(self) -> bytes:
+        key = f"{self.prefix}meta:tenant-secret"  # no expiry, whatever the ttl
+        await self._call("keep the tenant secret", self._redis.set(key, new_secret(), nx=True))
+        found: Any = await self._call("read the tenant secret", self._redis.get(key))
+        return bytes(found)
 
     async def get(self, response_id: str) -> StoredResponse | None:
         data: Any = await self._call(
@@ -199,7 +212,8 @@ class RedisStore:
         count: Any = await self._call(
             f"delete {response_id!r}", self._redis.delete(self._key(response_id))
         )
-        item_keys = [self._item_key(i) for i in (record.item_ids() if record else [])]
+        items = record.item_ids() if record is not None else []
+        item_keys = [self._item_key(i, record.tenant) for i in items if record is not None]
         if item_keys:  # index entries that a later record took over stay
             owners: Any = await self._call(
                 f"read the items of {response_id!r}", self._redis.mget(item_keys)
