@@ -1472,6 +1472,7 @@ def test_responses_bad_values(name: str, value: Any) -> None:
         {"n": 1},
         {"logprobs": False},
         {"top_logprobs": 0},
+        {"top_logprobs": 3},  # without logprobs: true, nothing is asked for
         {"modalities": ["text"]},
         {"stop": None},
         {"seed": None},
@@ -1480,6 +1481,13 @@ def test_responses_bad_values(name: str, value: Any) -> None:
 )
 def test_responses_fields_with_no_effect(fields: dict[str, Any]) -> None:
     assert to_responses(fields) == to_responses()
+
+
+def test_responses_logprobs_are_asked_for() -> None:
+    out = to_responses({"logprobs": True, "top_logprobs": 3})
+    assert (out["include"], out["top_logprobs"]) == (["message.output_text.logprobs"], 3)
+    assert to_responses({"top_logprobs": 2, "logprobs": True})["top_logprobs"] == 2
+    assert "top_logprobs" not in to_responses({"logprobs": True})
 
 
 def test_responses_no_effect_table_names_accepted_fields() -> None:
@@ -1496,8 +1504,7 @@ def test_responses_no_effect_table_names_accepted_fields() -> None:
         ({"stop": "END"}, "stop", "unsupported_parameter"),
         ({"seed": 7}, "seed", "unsupported_parameter"),
         ({"logit_bias": {"50256": -100}}, "logit_bias", "unsupported_parameter"),
-        ({"logprobs": True}, "logprobs", "unsupported_parameter"),
-        ({"top_logprobs": 2}, "top_logprobs", "unsupported_parameter"),
+        ({"logprobs": True, "top_logprobs": 21}, "top_logprobs", "invalid_value"),
         ({"modalities": ["text", "audio"]}, "modalities[1]", "unsupported_parameter"),
         ({"audio": {"voice": "alloy", "format": "mp3"}}, "audio", "unsupported_parameter"),
         (

@@ -386,8 +386,8 @@ class ResponsesToChat:
         text = event.get("delta")
         if not isinstance(text, str) or not text:
             return [] if channel != "args" else None  # as _send_text: nothing to send
-        if self._held or has_surrogate(text):
-            return None
+        if self._held or has_surrogate(text) or event.get("logprobs"):
+            return None  # logprobs ride on the general path's chunk
         key = event.get("item_id")
         if type(key) is not str or key not in self.kinds:
             key = self._event_key(event)
@@ -633,7 +633,13 @@ class ResponsesToChat:
         return (channel, self._event_key(payload), index if isinstance(index, int) else 0)
 
     def _output_text_delta(self, payload: Mapping[str, Any]) -> list[dict[str, Any]]:
-        return self._text_delta("text", payload)
+        chunks = self._text_delta("text", payload)
+        logprobs = chat_logprobs(payload.get("logprobs"))
+        if logprobs:
+            if not chunks:  # a delta of no text: its logprobs still go out
+                chunks = [self._chunk({"content": ""})]
+            chunks[-1]["choices"][0]["logprobs"] = {"content": logprobs, "refusal": None}
+        return chunks
 
     def _text_delta(self, channel: str, payload: Mapping[str, Any]) -> list[dict[str, Any]]:
         return self._send_text(self._part_of(channel, payload), _str(payload.get("delta")))
@@ -850,6 +856,39 @@ def _utf8(text: str) -> bytes:
 
 def _frame(chunk: Mapping[str, Any]) -> bytes:
     return b"data: " + _utf8(_dumps(chunk)) + b"\n\n"
+
+
+def chat_logprobs(value: Any) -> list[dict[str, Any]]:
+    """A delta's Responses logprobs as chat ``logprobs.content`` entries (the same
+    ``token``, ``logprob``, ``bytes`` and ``top_logprobs``); malformed ones are left out."""
+    out = []
+    for entry in value if isinstance(value, list) else ():
+        if not isinstance(entry, Mapping) or not isinstance(entry.get("token"), str):
+            continue
+        logprob = entry.get("logprob")
+        if not isinstance(logprob, int | float) or isinstance(logprob, bool):
+            continue
+        tops = entry.get("top_logprobs")
+        out.append(
+            {
+                "token": entry["token"],
+                "logprob": float(logprob),
+                "bytes": entry.get("bytes") if isinstance(entry.get("bytes"), list) else None,
+                "top_logprobs": [
+                    {
+                        "token": t["token"],
+                        "logprob": float(t["logprob"]),
+                        "bytes": t.get("bytes") if isinstance(t.get("bytes"), list) else None,
+                    }
+                    for t in (tops if isinstance(tops, list) else ())
+                    if isinstance(t, Mapping)
+                    and isinstance(t.get("token"), str)
+                    and isinstance(t.get("logprob"), int | float)
+                    and not isinstance(t.get("logprob"), bool)
+                ],
+            }
+        )
+    return out
 
 
 def chat_chunks_from_responses(

@@ -33,8 +33,7 @@ CALLER = {
 # Accepted with no effect on the Responses request, and why.
 NO_EFFECT = {
     "n": "1 or null only: one choice is served",
-    "logprobs": "false or null only",
-    "top_logprobs": "0 or null only",
+    "top_logprobs": "without logprobs: true, none are asked for",
     "modalities": "['text'] or null only: text is what is served",
     "stream_options.include_obfuscation": "the gateway's chunks carry no obfuscation",
 }
@@ -49,6 +48,9 @@ REFUSED = {
     "functions": "deprecated: use tools",
     "function_call": "deprecated: use tool_choice",
 }
+LOGPROBS = "message.output_text.logprobs"  # the include that asks for them
+MAX_TOP_LOGPROBS = 20
+
 # Message fields refused whenever they are set, and why.
 REFUSED_KEYS = {
     "name": "Responses input messages have no name",
@@ -81,6 +83,8 @@ def responses_request(body: Mapping[str, Any]) -> dict[str, Any]:
             raise unknown_parameter(name)
         if value is not None:
             FIELDS[name](value, fields)
+    if "include" not in fields:  # top_logprobs asks for nothing without logprobs: true
+        fields.pop("top_logprobs", None)
     return {"model": model, "input": _input(body.get("messages")), "stream": True, **fields}
 
 
@@ -127,12 +131,14 @@ def _n(value: Any, out: dict[str, Any]) -> None:
 
 def _logprobs(value: Any, out: dict[str, Any]) -> None:
     if as_boolean(value, "logprobs"):
-        raise unsupported("logprobs", "log probabilities are not carried through")
+        out["include"] = [LOGPROBS]
 
 
 def _top_logprobs(value: Any, out: dict[str, Any]) -> None:
-    if as_count(value, "top_logprobs", least=0):
-        raise unsupported("top_logprobs", "log probabilities are not carried through")
+    count = as_count(value, "top_logprobs", least=0)
+    if count > MAX_TOP_LOGPROBS:
+        raise bad_request(f"'top_logprobs' must be at most {MAX_TOP_LOGPROBS}", "top_logprobs")
+    out["top_logprobs"] = count
 
 
 def _modalities(value: Any, out: dict[str, Any]) -> None:

@@ -18,6 +18,7 @@ def fold_chunks(chunks: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     head: dict[str, Any] = {}
     texts: dict[str, list[str]] = {}
     calls: dict[int, dict[str, Any]] = {}
+    logprobs: list[Any] | None = None  # the chunks' logprobs.content, joined
     finish: str | None = None
     usage: Any = None
     for chunk in chunks:
@@ -42,6 +43,9 @@ def fold_chunks(chunks: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
                     texts.setdefault(key, []).append(delta[key])
             for call in delta.get("tool_calls") or ():
                 _fold_call(calls, call)
+            content = (choice.get("logprobs") or {}).get("content")
+            if isinstance(content, list):
+                logprobs = [*(logprobs or []), *content]
             if choice.get("finish_reason"):
                 finish = choice["finish_reason"]
     message: dict[str, Any] = {"role": "assistant", "content": None, "refusal": None}
@@ -55,7 +59,12 @@ def fold_chunks(chunks: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
         "created": head.get("created", 0),
         "model": head.get("model", ""),
         "choices": [
-            {"index": 0, "message": message, "finish_reason": finish or "stop", "logprobs": None}
+            {
+                "index": 0,
+                "message": message,
+                "finish_reason": finish or "stop",
+                "logprobs": None if logprobs is None else {"content": logprobs, "refusal": None},
+            }
         ],
     }
     for key in ("system_fingerprint", "service_tier"):
