@@ -781,3 +781,121 @@ def test_rotating_ids_are_followed_by_output_index() -> None:
     assert acc.final == stream[-1]["response"]
     text = stream[-1]["response"]["output"][0]["content"][0]["text"]
     assert acc.final["output"][0]["content"][0]["text"] == text
+
+
+# -- background responses ---------------------------------------------------------
+def background_stream() -> list[dict[str, Any]]:
+    """A text answer as OpenAI streams a ``background: true`` response: response.created
+    (status ``queued``), response.queued, then response.in_progress and the rest."""
+    chunks = [
+        {
+            "id": "c",
+            "object": "chat.completion.chunk",
+            "created": 1,
+            "model": "m",
+            "choices": [{"index": 0, "delta": {"content": "Later."}, "finish_reason": None}],
+        },
+        {
+            "id": "c",
+            "object": "chat.completion.chunk",
+            "created": 1,
+            "model": "m",
+            "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+        },
+    ]
+    frames = b"".join(rs.sse_from_chat(chunks, model="m", request={"background": True}))
+    events = [json.loads(m.data) for m in rs.parse_sse([frames])]
+    created = events[0]
+    assert [e["type"] for e in events[:2]] == ["response.created", "response.in_progress"]
+    created["response"]["status"] = "queued"
+    queued = {"type": "response.queued", "sequence_number": 1, "response": created["response"]}
+    for event in events[1:]:
+        event["sequence_number"] += 1
+    return [created, queued, *events[1:]]
+
+
+def test_a_background_stream_folds_as_the_sdk_folds_it() -> None:
+    """The same output and final response; the running snapshot's status follows the
+    lifecycle events (queued, then in_progress), where the SDK keeps response.created's."""
+    stream = background_stream()
+    acc, sdk = ResponseAccumulator("openai"), Sdk()
+    for n, payload in enumerate(stream[:-1]):
+        snapshot = acc.feed(payload)
+        sdk.feed(payload)
+        assert followed_by_sdk(snapshot) == followed_by_sdk(dump(sdk.raw)), n
+        mine = {k: v for k, v in snapshot.items() if k != "status"}
+        assert mine == {k: v for k, v in sdk.accumulated().items() if k != "status"}, n
+    assert acc.snapshot["status"] == "in_progress"
+    acc.feed(stream[-1])
+    sdk.feed(stream[-1])
+    assert acc.final == sdk.final() == stream[-1]["response"]
+    assert acc.final is not None and acc.final["background"] is True
+    assert acc.final["output"][0]["content"][0]["text"] == "Later."
+
+
+def test_a_background_stream_is_valid_and_converts() -> None:
+    stream = background_stream()
+    assert rs.validate_payloads(stream, strict=True) == []
+    deltas = [c["choices"][0]["delta"] for c in rs.chat_chunks_from_responses(stream)]
+    assert "".join(d.get("content") or "" for d in deltas) == "Later."
+
+
+def test_response_queued_only_before_the_response_runs() -> None:
+    stream = background_stream()
+    created, queued, in_progress, *rest = stream
+    late = [created, {**in_progress, "sequence_number": 1}, {**queued, "sequence_number": 2}]
+    late += rest
+    rules = {v.rule for v in rs.validate_payloads(late) if v.severity == "error"}
+    assert "ENVELOPE_ORDER" in rules
+    with pytest.raises(AccumulateError, match="response.queued"):
+        ResponseAccumulator("openai").feed_all(late)
+    # queued first, then created (as Open Responses servers may send it): also valid
+    first = [{**queued, "sequence_number": 0}, {**created, "sequence_number": 1}, in_progress]
+    first += rest
+    assert rs.validate_payloads(first, strict=True) == []
+
+
+# -- logprobs as OpenAI closes their part ------------------------------------------
+def logprobs_stream() -> list[dict[str, Any]]:
+    """A text answer with logprobs whose ``content_part.done`` carries ``logprobs: []``,
+    as OpenAI's server sends it (``output_text.done`` and the item carry them all)."""
+
+    def chunk(text: str | None, finish: str | None = None) -> dict[str, Any]:
+        delta = {"content": text} if text is not None else {}
+        logprobs = None
+        if text:
+            entry = {"token": text, "logprob": -0.5, "bytes": list(text.encode())}
+            logprobs = {"content": [{**entry, "top_logprobs": [entry]}], "refusal": None}
+        choice = {"index": 0, "delta": delta, "logprobs": logprobs, "finish_reason": finish}
+        return {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m",
+                "choices": [choice]}  # fmt: skip
+
+    chunks = [chunk("Hel"), chunk("lo"), chunk(None, "stop")]
+    frames = b"".join(rs.sse_from_chat(chunks, model="m"))
+    events = [json.loads(m.data) for m in rs.parse_sse([frames])]
+    [part_done] = [e for e in events if e["type"] == "response.content_part.done"]
+    assert len(part_done["part"]["logprobs"]) == 2
+    part_done["part"]["logprobs"] = []
+    return events
+
+
+def test_a_part_done_without_its_logprobs_is_read_as_openai_sends_it() -> None:
+    stream = logprobs_stream()
+    assert rs.validate_payloads(stream, strict=True) == []
+    acc, sdk = ResponseAccumulator("openai"), Sdk()
+    for payload in stream:
+        acc.feed(payload)
+        sdk.feed(payload)
+    assert acc.final == sdk.final() == stream[-1]["response"]
+    [part] = acc.final["output"][0]["content"] if acc.final else []
+    assert [lp["token"] for lp in part["logprobs"]] == ["Hel", "lo"]
+    text = [c["choices"][0]["delta"].get("content") for c in rs.chat_chunks_from_responses(stream)]
+    assert "".join(t or "" for t in text) == "Hello"
+
+
+def test_a_part_done_with_other_logprobs_is_still_a_mismatch() -> None:
+    stream = logprobs_stream()
+    [part_done] = [e for e in stream if e["type"] == "response.content_part.done"]
+    part_done["part"]["logprobs"] = [{"token": "X", "logprob": -1.0, "bytes": [88]}]
+    rules = {v.rule for v in rs.validate_payloads(stream) if v.severity == "error"}
+    assert "DONE_TEXT_MISMATCH" in rules

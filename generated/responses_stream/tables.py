@@ -1874,8 +1874,18 @@ ENVELOPE: dict[str, Any] = {
     "finals": ["closed"],
     "states": {
         "start": {"queued": "queued", "created": "created"},
-        "queued": {"created": "created", "error": "erroring", "failed": "closed"},
-        "created": {"in_progress": "running", "error": "erroring", "failed": "closed"},
+        "queued": {
+            "created": "created",
+            "in_progress": "running",
+            "error": "erroring",
+            "failed": "closed",
+        },
+        "created": {
+            "queued": "queued",
+            "in_progress": "running",
+            "error": "erroring",
+            "failed": "closed",
+        },
         "running": {
             "audio_delta": "running",
             "audio_done": "running",
@@ -1891,12 +1901,12 @@ ENVELOPE: dict[str, Any] = {
     },
     "transitions": {
         "queued": {
-            "from": ["start"],
+            "from": ["start", "created"],
             "to": "queued",
             "params": [],
             "required": [],
             "emits": ["response.queued"],
-            "emits_from": {"start": ["response.queued"]},
+            "emits_from": {"start": ["response.queued"], "created": ["response.queued"]},
         },
         "created": {
             "from": ["start", "queued"],
@@ -1907,12 +1917,12 @@ ENVELOPE: dict[str, Any] = {
             "emits_from": {"start": ["response.created"], "queued": ["response.created"]},
         },
         "in_progress": {
-            "from": ["created"],
+            "from": ["queued", "created"],
             "to": "running",
             "params": [],
             "required": [],
             "emits": ["response.in_progress"],
-            "emits_from": {"created": ["response.in_progress"]},
+            "emits_from": {"queued": ["response.in_progress"], "created": ["response.in_progress"]},
         },
         "audio_delta": {
             "from": ["running"],

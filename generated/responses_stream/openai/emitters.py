@@ -4604,8 +4604,19 @@ class ResponseEmitter(StreamBase):
     def queued(self) -> list[m.ResponseQueuedEvent]:
         "The 'queued' transition: emits response.queued."
 
-        if self.state != "start":
-            raise TransitionError("response", "queued", self.state, ("start",))
+        if self.state not in (
+            "start",
+            "created",
+        ):
+            raise TransitionError(
+                "response",
+                "queued",
+                self.state,
+                (
+                    "start",
+                    "created",
+                ),
+            )
 
         self.state = "queued"
         self.fields["status"] = "queued"
@@ -4637,10 +4648,22 @@ class ResponseEmitter(StreamBase):
     def in_progress(self) -> list[m.ResponseInProgressEvent]:
         "The 'in_progress' transition: emits response.in_progress."
 
-        if self.state != "created":
-            raise TransitionError("response", "in_progress", self.state, ("created",))
+        if self.state not in (
+            "queued",
+            "created",
+        ):
+            raise TransitionError(
+                "response",
+                "in_progress",
+                self.state,
+                (
+                    "queued",
+                    "created",
+                ),
+            )
 
         self.state = "running"
+        self.fields["status"] = "in_progress"
         seq = self.seq
         return [m.ResponseInProgressEvent(sequence_number=next(seq), response=self.snapshot())]
 

@@ -913,6 +913,11 @@ class StreamValidator:
             done_part = dict(payload["part"])
             for fname, spec in table["fields"].items():
                 acc = spec["acc"]
+                if _list_left_out(done_part.get(fname), part.accs.get(acc)):
+                    # OpenAI's content_part.done carries logprobs: [] after deltas that
+                    # had them (the text's done event and the item have them all)
+                    done_part[fname] = _value(part.accs[acc])
+                    continue
                 if acc in part.accs and _text(done_part.get(fname)) != _text(
                     _value(part.accs[acc])
                 ):
@@ -975,6 +980,11 @@ class StreamValidator:
                         f"{payload['type']}.{total_field} differs from the concatenated deltas",
                     )
                 accs[acc] = payload[total_field]
+
+
+def _list_left_out(done: Any, streamed: Any) -> bool:
+    """Whether a done part's list field is empty where its deltas brought items."""
+    return done == [] and isinstance(streamed, list) and bool(streamed)
 
 
 def _is_mapping(value: Any) -> TypeGuard[Mapping[str, Any]]:
