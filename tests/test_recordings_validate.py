@@ -6,11 +6,12 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from recordings_support import is_reference, is_untouched, responses_files, streams
 
-from responses_stream import validate_payloads
+from responses_stream import ResponseAccumulator, validate_payloads
 
 GENERATED = Path(__file__).resolve().parents[1] / "generated"
 FILES = responses_files()
@@ -147,3 +148,39 @@ def test_arguments_only_in_done_are_a_warning_deltas_that_differ_an_error() -> N
     assert "DONE_TEXT_MISMATCH" in [
         v.rule for v in validate_payloads(partial) if v.severity == "error"
     ]
+
+
+def unsequenced(stream: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``stream`` as the API sent it before early 2025: no event has sequence_number."""
+    return [{k: v for k, v in event.items() if k != "sequence_number"} for event in stream]
+
+
+@pytest.mark.parametrize("name", REFERENCE_UNTOUCHED)
+def test_a_stream_from_before_sequence_numbers_is_a_warning(name: str) -> None:
+    """The legacy policy: what only an older API leaves out is a warning by default
+    (once, ``SEQ_LEGACY``) and an error under strict; every other check still holds."""
+    for stream in streams(name):
+        old = unsequenced(stream)
+        found = validate_payloads(old)
+        assert [v for v in found if v.severity == "error"] == []
+        assert [v.rule for v in found].count("SEQ_LEGACY") == 1
+        strict = {v.rule for v in validate_payloads(old, strict=True) if v.severity == "error"}
+        assert "SEQ_LEGACY" in strict
+        new = {(v.rule, v.message) for v in validate_payloads(stream)}
+        assert {(v.rule, v.message) for v in found} - new == {
+            (v.rule, v.message) for v in found if v.rule == "SEQ_LEGACY"
+        }
+        folded, numbered = ResponseAccumulator(), ResponseAccumulator()
+        folded.feed_all(old)
+        numbered.feed_all(stream)
+        assert folded.final == numbered.final
+
+
+def test_sequence_numbers_that_stop_halfway_are_still_errors() -> None:
+    [stream] = streams(REFERENCE_UNTOUCHED[0])[:1]
+    half = stream[:3] + unsequenced(stream[3:])
+    rules = {v.rule for v in validate_payloads(half) if v.severity == "error"}
+    assert "SEQ_MISSING" in rules
+    late = unsequenced(stream[:3]) + stream[3:]
+    rules = {v.rule for v in validate_payloads(late) if v.severity == "error"}
+    assert rules, "numbers that start late are not a legacy stream"

@@ -56,6 +56,10 @@ RULES: dict[str, tuple[str, str]] = {
     "BARE_ERROR": (ERROR, "an error object without a type instead of error + response.failed"),
     "EVENT_NAME_MISMATCH": (ERROR, "the SSE event: line differs from the JSON type"),
     "SEQ_MISSING": (ERROR, "sequence_number is missing or not an integer"),
+    "SEQ_LEGACY": (
+        WARNING,
+        "no event carries sequence_number: a stream from before the API added it",
+    ),
     "SEQ_NOT_FROM_ZERO": (ERROR, "sequence_number does not start at 0"),
     "SEQ_NOT_INCREASING": (ERROR, "sequence_number does not strictly increase"),
     "NON_STANDARD_EVENT": (ERROR, "an event some servers send that no dialect defines"),
@@ -129,6 +133,7 @@ HYGIENE = frozenset(
         "ARGUMENTS_NOT_JSON",
         "DONE_WITHOUT_DELTAS",
         "LEGACY_FIELD",
+        "SEQ_LEGACY",
         "NEWER_EVENT",
         "UNSPECIFIED_ITEM",
         "UNKNOWN_EXTENSION_EVENT",
@@ -360,6 +365,10 @@ class StreamValidator:
         self.items: dict[int, _Item] = {}
         self.by_id: dict[str, _Item] = {}
         self.index = -1
+        # the first event had no sequence_number: read as a stream from before the API
+        # numbered its events (SEQ_LEGACY, once); events without one are then checked as
+        # if numbered in order
+        self.unsequenced = False
         self.seq: int | None = None
         self.last_seq: int | None = None
         self.terminal: str | None = None
@@ -451,7 +460,11 @@ class StreamValidator:
         self.seq = seq if isinstance(seq, int) else None
         if event is not None and event != kind:
             self._add("EVENT_NAME_MISMATCH", f"SSE event {event!r} but JSON type {kind!r}")
-        self._sequence(seq)
+        if self.index == 0 and "sequence_number" not in payload:
+            self.unsequenced = True
+            self._add("SEQ_LEGACY", "no sequence_number: read as a stream from an older API")
+        if not (self.unsequenced and "sequence_number" not in payload):
+            self._sequence(seq)
         if self.terminal is not None:
             self._add("EVENT_AFTER_TERMINAL", f"{kind} after {self.terminal}")
             return
@@ -550,6 +563,8 @@ class StreamValidator:
         known = self._known_items(payload)
         if known is None:
             return
+        if self.unsequenced and "sequence_number" not in known:  # checked as if numbered
+            known = {**known, "sequence_number": self.index}
         if known is payload and self._raw is not None:
             text = self._raw  # the payload's own JSON, its nesting already checked
         else:
