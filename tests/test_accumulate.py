@@ -622,8 +622,11 @@ INVALID: dict[str, tuple[Mutation, str]] = {
         ),
         "does not match the message",
     ),
-    "completed with an open item": (
-        lambda s: (s[: _at(s, "response.output_item.done")], s[-1]),
+    "completed with an open item and no output": (
+        lambda s: (
+            s[: _at(s, "response.output_item.done")],
+            {**s[-1], "response": {k: v for k, v in s[-1]["response"].items() if k != "output"}},
+        ),
         r"output items \[0\] were never closed",
     ),
     "second created": (lambda s: (s[:2], {**s[0], "sequence_number": 5}), "not allowed while"),
@@ -899,3 +902,24 @@ def test_a_part_done_with_other_logprobs_is_still_a_mismatch() -> None:
     part_done["part"]["logprobs"] = [{"token": "X", "logprob": -1.0, "bytes": [88]}]
     rules = {v.rule for v in rs.validate_payloads(stream) if v.severity == "error"}
     assert "DONE_TEXT_MISMATCH" in rules
+
+
+def test_items_never_closed_take_the_response_output_with_a_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """OpenAI completes some responses with items it never closed (two mcp_list_tools
+    items, genuinely): the terminal response's output is taken, as the SDK takes it."""
+    s = _message_stream()
+    unclosed = [e for e in s if e["type"] != "response.output_item.done"]
+    acc, sdk = ResponseAccumulator(), Sdk()
+    with caplog.at_level("WARNING", logger="responses_stream._runtime.consumers.accumulate"):
+        for payload in unclosed:
+            acc.feed(payload)
+            sdk.feed(payload)
+    assert acc.final == sdk.final() == s[-1]["response"]
+    [warning] = acc.warnings
+    assert "were never closed" in warning
+    assert [r.getMessage() for r in caplog.records] == [warning]
+    closed = ResponseAccumulator()
+    closed.feed_all(s)
+    assert closed.warnings == []

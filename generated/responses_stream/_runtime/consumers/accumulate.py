@@ -47,7 +47,10 @@ numbers skip, which says events were lost: then the done text stands;
 ``check_texts=False`` lets every done text stand), an item that closes
 ``in_progress`` (but a ``function_call`` made by a program, which stays
 ``in_progress`` until the program ends), a terminal output (not failed) that lacks an item
-that was streamed or puts another type in its place.  Opaque fields
+that was streamed or puts another type in its place.  Items still open when the
+response completes are a repair, as in the SDK: the terminal response's own output is
+taken (OpenAI leaves ``mcp_list_tools`` items unclosed), and the repair is a warning in
+``warnings`` and on this module's logger; without an output to take, it is an error.  Opaque fields
 (``encrypted_content``, ``fingerprint``) are never compared, and a surrogate
 pair split over two deltas counts as the character it encodes.
 """
@@ -55,12 +58,15 @@ pair split over two deltas counts as the character it encodes.
 from __future__ import annotations
 
 import copy
+import logging
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..core.dialect import Dialect
 from ..core.processor import TERMINAL_TRANSITION, get_dialect
 from ..core.sse_parse import has_surrogate, join_surrogates
+
+_log = logging.getLogger(__name__)
 
 __all__ = ["AccumulateError", "ResponseAccumulator"]
 
@@ -299,6 +305,7 @@ class ResponseAccumulator:
         self._final: dict[str, Any] | None = None
         self._terminal: str | None = None
         self._last_seq: int | None = None
+        self.warnings: list[str] = []  # each repair made to fold the stream, in order
         self._lost = False  # sequence numbers skipped: deltas may be missing
 
     # -- results ----------------------------------------------------------------
@@ -417,7 +424,14 @@ class ResponseAccumulator:
             if terminal:
                 still_open = [i for i in range(len(self._output)) if i not in self._closed]
                 if still_open and new.get("status") == "completed":
-                    raise AccumulateError(f"{wire}: output items {still_open} were never closed")
+                    if output is None:
+                        raise AccumulateError(
+                            f"{wire}: output items {still_open} were never closed"
+                        )
+                    self._warn(
+                        f"{wire}: output items {still_open} were never closed; "
+                        "the response's own output is taken"
+                    )
                 if output is not None and new.get("status") != "failed":
                     # a failed response may leave out what it had streamed
                     self._check_terminal_output(wire, output)
@@ -445,6 +459,10 @@ class ResponseAccumulator:
             self._final = self._snapshot
             self._terminal = wire
         self._state = target
+
+    def _warn(self, message: str) -> None:
+        self.warnings.append(message)
+        _log.warning("%s", message)
 
     def _check_terminal_output(self, wire: str, output: list[Any]) -> None:
         """The terminal output holds every item streamed, each at its place, of its type."""
