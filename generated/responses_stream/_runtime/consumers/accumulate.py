@@ -41,25 +41,25 @@ out fresh ids on every event is followed by ``output_index``).  What stays an
 is created or after the terminal event, sequence numbers that go back, events
 for items or parts that were never opened or are already closed, indexes out
 of order, payload fields of the wrong type, a closing item of another type;
-and what contradicts itself: a done text (a ``*.done`` event, a closing part
-or item) that differs from the deltas streamed for it (unless sequence
-numbers skip, which says events were lost: then the done text stands;
-``check_texts=False`` lets every done text stand), an item that closes
+and what contradicts itself: an item that closes
 ``in_progress`` (but a ``function_call`` made by a program, which stays
 ``in_progress`` until the program ends), a terminal output (not failed) that lacks an item
 that was streamed or puts another type in its place.  Items still open when the
 response completes are a repair, as in the SDK: the terminal response's own output is
-taken (OpenAI leaves ``mcp_list_tools`` items unclosed), and the repair is a warning in
-``warnings`` and on this module's logger; without an output to take, it is an error.  Opaque fields
-(``encrypted_content``, ``fingerprint``) are never compared, and a surrogate
-pair split over two deltas counts as the character it encodes.
+taken (OpenAI leaves ``mcp_list_tools`` items unclosed), and a done text (a ``*.done``
+event, a closing part or item) that differs from the deltas streamed for it is taken, as
+the SDK takes it.  Each repair is a warning in ``warnings`` and on this module's logger
+(``check_texts=False``, or sequence numbers that skip, which say events were lost, let
+done texts stand without one); without an output to take, unclosed items are an error.
+Opaque fields (``encrypted_content``, ``fingerprint``) are never compared, and a
+surrogate pair split over two deltas counts as the character it encodes.
 """
 
 from __future__ import annotations
 
 import copy
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from ..core.dialect import Dialect
@@ -220,20 +220,19 @@ def _fold(
     payload: Mapping[str, Any],
     wire: str,
     streamed: set[str],
-    check: bool = True,
+    warn: Callable[[str], None] | None = None,
 ) -> None:
     """Apply an event's deltas and totals to an item or part (all checked before any is applied).
 
     ``streamed`` holds the target's text fields that deltas have appended to; a total for
-    one of them must be the text the deltas made, and a delta adds its field to it.
+    one of them that differs from the text the deltas made is taken, as the SDK takes it,
+    and ``warn`` is told (None: not compared); a delta adds its field to ``streamed``.
     """
     deltas = [d for d in deltas if d[1] in payload or d[2] == "text"]
     for held, pfield, kind in totals:
-        if check and kind == "text" and held in streamed and pfield in payload:
+        if warn and kind == "text" and held in streamed and pfield in payload:
             if _text(payload[pfield]) != _text(target.get(held)):
-                raise AccumulateError(
-                    f"{wire}: {pfield!r} differs from the text its deltas streamed"
-                )
+                warn(f"{wire}: {pfield!r} differs from the text its deltas streamed; taken")
     for held, pfield, kind in deltas:
         if pfield not in payload:
             raise AccumulateError(f"{wire}: missing {pfield!r}")
@@ -460,6 +459,11 @@ class ResponseAccumulator:
             self._terminal = wire
         self._state = target
 
+    @property
+    def _warning(self) -> Callable[[str], None] | None:
+        """Where a done text that differs from its deltas is reported (None: not compared)."""
+        return self._warn if self._checking else None
+
     def _warn(self, message: str) -> None:
         self.warnings.append(message)
         _log.warning("%s", message)
@@ -512,7 +516,7 @@ class ResponseAccumulator:
         places = self._streamed.setdefault(index, {})
         streamed = {held for (key, _, held) in places if key is None}
         deltas, totals = ip.deltas.get(name, ()), ip.totals.get(name, ())
-        _fold(item, deltas, totals, payload, wire, streamed, self._checking)
+        _fold(item, deltas, totals, payload, wire, streamed, self._warning)
         for held in streamed:
             places.setdefault((None, 0, held), None)
         status = ip.status.get(name)
@@ -585,7 +589,7 @@ class ResponseAccumulator:
                 held_part = _mapping(parts[at]) if at < len(parts) else {}
                 want, got = held_part.get(held), final[at].get(held)
             if _text(got) != _text(want):
-                raise AccumulateError(f"{wire}: {where} differs from the text its deltas streamed")
+                self._warn(f"{wire}: {where} differs from the text its deltas streamed; taken")
 
     # -- parts ------------------------------------------------------------------
     def _part_event(
@@ -648,8 +652,9 @@ class ResponseAccumulator:
                 raise AccumulateError(f"{wire}: a {done['type']} part closes a {part.get('type')}")
             for k, i, held in places if self._checking else ():
                 if k == key and i == at and _text(done.get(held)) != _text(part.get(held)):
-                    raise AccumulateError(
-                        f"{wire}: the part's {held!r} differs from the text its deltas streamed"
+                    self._warn(
+                        f"{wire}: the part's {held!r} differs from the text its deltas "
+                        "streamed; taken"
                     )
             parts[at] = done
             self._closed_parts.add((index, key, at))
@@ -657,6 +662,6 @@ class ResponseAccumulator:
         pp = plan.parts[kind]
         streamed = {held for (k, i, held) in places if k == key and i == at}
         deltas, totals = pp.deltas.get(name, ()), pp.totals.get(name, ())
-        _fold(part, deltas, totals, payload, wire, streamed, self._checking)
+        _fold(part, deltas, totals, payload, wire, streamed, self._warning)
         for held in streamed:
             places.setdefault((key, at, held), slot)
