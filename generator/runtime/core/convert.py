@@ -183,9 +183,19 @@ class Tool:
 
 
 def tool_index(request: Mapping[str, Any] | None) -> dict[str, Tool]:
-    """Called name -> tool.  Namespaced tools are called as ``namespace.name``; each
-    tool is also found under its wire name (``tool_names``), the name a chat upstream
-    was given.  A client-run ``tool_search`` tool is called as ``tool_search``."""
+    """Called name -> tool (:func:`declared_tools`), each tool also found under its wire
+    name (``tool_names``), the name a chat upstream was given."""
+    out = declared_tools(request)
+    names = ToolNames(out)
+    for called, tool in list(out.items()):
+        out.setdefault(names.wire(called), tool)
+    return out
+
+
+def declared_tools(request: Mapping[str, Any] | None) -> dict[str, Tool]:
+    """Called name -> tool, in the request's order.  Namespaced tools are called as
+    ``namespace.name``; a client-run ``tool_search`` tool is called as ``tool_search``.
+    Both directions of the gateway build their ``ToolNames`` from these names."""
     out: dict[str, Tool] = {}
     tools = request.get("tools") if isinstance(request, Mapping) else None
     for tool in tools if isinstance(tools, list) else []:
@@ -203,9 +213,6 @@ def tool_index(request: Mapping[str, Any] | None) -> dict[str, Tool]:
                     sub_kind = "custom" if sub.get("type") == "custom" else "function"
                     called = f"{tool['name']}.{sub['name']}"
                     out[called] = Tool(sub_kind, sub["name"], tool["name"])
-    names = ToolNames(out)
-    for called, tool in list(out.items()):
-        out.setdefault(names.wire(called), tool)
     return out
 
 

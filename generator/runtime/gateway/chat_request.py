@@ -16,6 +16,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..core.convert import declared_tools
 from ..core.tool_names import ToolNames
 from .compaction_token import open_summary
 from .errors import GatewayError, bad_request, unknown_parameter, unsupported
@@ -189,7 +190,7 @@ def translate(
     if hosted_tools not in HOSTED_POLICIES:
         raise ValueError(f"hosted_tools must be one of {HOSTED_POLICIES}, not {hosted_tools!r}")
     model = require_model(body.get("model"))
-    fields = _Out(hosted_tools, ToolNames(_declared_names(body.get("tools"))))
+    fields = _Out(hosted_tools, ToolNames(declared_tools(body)))
     for name, value in body.items():
         if name not in FIELDS:
             raise unknown_parameter(name)
@@ -217,22 +218,6 @@ def translate(
         **fields,
     }
     return ChatRequest(chat, fields.dropped)
-
-
-def _declared_names(tools: Any) -> list[str]:
-    """The called names of the request's tools (``namespace.name`` when namespaced)."""
-    out: list[str] = []
-    for tool in tools if isinstance(tools, list) else []:
-        if not isinstance(tool, Mapping) or not isinstance(tool.get("name"), str):
-            continue
-        if tool.get("type") == "namespace":
-            subs = tool.get("tools")
-            for sub in subs if isinstance(subs, list) else []:
-                if isinstance(sub, Mapping) and isinstance(sub.get("name"), str):
-                    out.append(f"{tool['name']}.{sub['name']}")
-        else:
-            out.append(tool["name"])
-    return out
 
 
 def _context_error(exc: GatewayError, index: int) -> GatewayError:
