@@ -245,9 +245,72 @@ def test_id_rotation_recording_warns_once() -> None:
     for line in stream.lines:
         conv.feed_sse(line)
     assert conv.done and len(conv.warnings) == 1 and "output_index" in conv.warnings[0]
-    quiet = [n for n in STREAMS if "copilot" not in n]
-    for name in quiet:
+
+
+# The streams to-chat repairs (each with a warning), and what the warning says
+REPAIRED = {
+    "github-copilot/openai--github-copilot-id-rotation.1.jsonl#0": "routing by output_index",
+    **{name: "a done text differs from what its deltas streamed" for name in INCONSISTENT},
+    "openai/pydantic-ai--openai_responses--test_openai_responses_model_mcp_list_tools_stream"
+    "_backfills_missing_results.1.jsonl#0": "output items [0, 1] were never closed",
+}
+
+
+def test_to_chat_warns_of_each_repair_and_of_nothing_else() -> None:
+    for name, stream in STREAMS.items():
         conv = ResponsesToChat()
-        for line in STREAMS[name].lines:
+        for line in stream.lines:
             conv.feed(line)
-        assert conv.warnings == [], name
+        if name in REPAIRED:
+            assert len(conv.warnings) == 1 and REPAIRED[name] in conv.warnings[0], name
+        else:
+            assert conv.warnings == [], name
+
+
+CALL_RECORDING = "openai/openai--openai-client-tool-search.2.jsonl#0"  # one function call
+
+
+def _call_stream() -> list[dict[str, Any]]:
+    return STREAMS[CALL_RECORDING].events
+
+
+def test_a_call_never_closed_gets_its_arguments_from_the_response() -> None:
+    events = _call_stream()
+    deltas = [e for e in events if e["type"] == "response.function_call_arguments.delta"]
+    assert len(deltas) > 1
+    # the first argument delta only, then no done event for the call or its arguments
+    cut = [
+        e
+        for e in events
+        if e["type"] not in ("response.function_call_arguments.done", "response.output_item.done")
+        and (e["type"] != "response.function_call_arguments.delta" or e is deltas[0])
+    ]
+    conv = ResponsesToChat()
+    chunks = [c for e in cut for c in conv.feed(e)]
+    args = "".join(
+        call["function"].get("arguments") or ""
+        for c in chunks
+        for choice in c["choices"]
+        for call in choice["delta"].get("tool_calls") or []
+    )
+    [final] = [i for i in events[-1]["response"]["output"] if i["type"] == "function_call"]
+    assert args == final["arguments"] and args != deltas[0]["delta"]
+    assert chunks[-1]["choices"][0]["finish_reason"] == "tool_calls"
+    assert conv.warnings == [
+        "output items [0] were never closed; what they hold is taken from the response's output"
+    ]
+
+
+def test_a_done_text_that_contradicts_the_deltas_is_a_warning() -> None:
+    events = _call_stream()
+    changed = [
+        {**e, "arguments": "{}"} if e["type"] == "response.function_call_arguments.done" else e
+        for e in events
+    ]
+    conv = ResponsesToChat()
+    for e in changed:
+        conv.feed(e)
+    assert conv.warnings == [
+        "a done text differs from what its deltas streamed; a chat stream only appends, "
+        "so the streamed text stands"
+    ]

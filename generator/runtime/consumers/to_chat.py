@@ -40,7 +40,10 @@ Mapping:
   ``output_item.done`` send the missing suffix (the done text minus what was
   already sent), so arguments (or text) that arrive only at the end are not
   lost.  A done text that does not extend what was sent cannot be expressed
-  in an append-only chat stream and is ignored.  Argument events for a call
+  in an append-only chat stream and is ignored, with a warning (``done-text-differs``).
+  Items still open at ``response.completed`` or ``response.incomplete`` are closed
+  from the response's own output, as the SDK takes it, with a warning
+  (``never-closed``).  Argument events for a call
   whose ``output_item.added`` never came are dropped; its
   ``output_item.done`` then delivers the whole call.
 - Items the client must act on become tool calls as well, opened at
@@ -602,14 +605,14 @@ class ResponsesToChat:
                 out += self._open_call(key, item)
             call = self.calls[key]
             out += self._send_args(
-                key, _missing(call.sent.value(), _str(item.get(CLIENT_CALLS[kind])))
+                key, self._rest(call.sent.value(), _str(item.get(CLIENT_CALLS[kind])))
             )
         elif kind in ACTION_CALLS and (key in self.calls or is_client_action(kind, item)):
             if key not in self.calls:
                 out += self._open_call(key, item, ACTION_CALLS[kind])
             call = self.calls[key]
             arguments = _dumps_args(action_arguments(kind, item))
-            out += self._send_args(key, _missing(call.sent.value(), arguments))
+            out += self._send_args(key, self._rest(call.sent.value(), arguments))
         elif kind == "message":
             for i, part in enumerate(_list(item.get("content"))):
                 part = _mapping(part)
@@ -649,13 +652,25 @@ class ResponsesToChat:
     ) -> list[dict[str, Any]]:
         part = self._part_of(channel, payload)
         return self._send_text(
-            part, _missing(self._sent_text(part), _str(payload.get(attr)))
+            part, self._rest(self._sent_text(part), _str(payload.get(attr)))
         ) + self._flush(part)
 
     def _text_full(self, channel: str, key: str, index: int, full: str) -> list[dict[str, Any]]:
         part = (channel, key, index)
-        missing = _missing(self._sent_text(part), full)
+        missing = self._rest(self._sent_text(part), full)
         return self._send_text(part, missing) + self._flush(part)
+
+    def _rest(self, sent: str, full: str) -> str:
+        """What a done text adds to what was sent; a done text that contradicts it (the SDK
+        would take the done text) cannot be sent in an append-only stream: a warning."""
+        rest = _missing(sent, full)
+        if not rest and full and join_surrogates(full) != join_surrogates(sent):
+            self._warn(
+                "done-text-differs",
+                "a done text differs from what its deltas streamed; a chat stream only "
+                "appends, so the streamed text stands",
+            )
+        return rest
 
     def _sent_text(self, part: tuple[str, str, int]) -> str:
         sent = self.sent.get(part)
@@ -786,7 +801,7 @@ class ResponsesToChat:
         call = self.calls.get(key)
         if call is None:
             return []
-        missing = _missing(call.sent.value(), _str(payload.get(attr)))
+        missing = self._rest(call.sent.value(), _str(payload.get(attr)))
         return self._send_args(key, missing) + self._flush(("args", key, 0))
 
     # -- endings --------------------------------------------------------------
@@ -798,15 +813,41 @@ class ResponsesToChat:
             out.append({**self._envelope(), "choices": [], "usage": chat_usage(usage)})
         return out
 
+    def _unclosed(self, response: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """Items opened and never closed, closed from the response's own output (as the
+        SDK takes it): what their done events would have delivered, and a warning."""
+        output = response.get("output")
+        if not isinstance(output, list):
+            return []
+        still = {
+            index: key
+            for index, key in self.index_keys.items()
+            if key not in self.finished and key in self.kinds and index < len(output)
+        }
+        if not still:
+            return []
+        self._warn(
+            "never-closed",
+            f"output items {sorted(still)} were never closed; what they hold is taken from "
+            "the response's output",
+        )
+        out: list[dict[str, Any]] = []
+        for index in sorted(still):
+            out += self._item_done({"output_index": index, "item": output[index]})
+        return out
+
     def _completed(self, payload: Mapping[str, Any]) -> list[dict[str, Any]]:
+        response = _mapping(payload.get("response"))
+        out = self._unclosed(response)
         reason = "tool_calls" if self.calls else "stop"
-        return self._finish(_mapping(payload.get("response")), reason)
+        return out + self._finish(response, reason)
 
     def _incomplete(self, payload: Mapping[str, Any]) -> list[dict[str, Any]]:
         response = _mapping(payload.get("response"))
+        out = self._unclosed(response)
         why = _str(_mapping(response.get("incomplete_details")).get("reason"))
         reason = INCOMPLETE_REASONS.get(why) or ("tool_calls" if self.calls else "stop")
-        return self._finish(response, reason)
+        return out + self._finish(response, reason)
 
     def _failed(self, payload: Mapping[str, Any]) -> list[dict[str, Any]]:
         error = _mapping(_mapping(payload.get("response")).get("error"))

@@ -53,6 +53,13 @@ the SDK takes it.  Each repair is a warning in ``warnings`` and on this module's
 done texts stand without one); without an output to take, unclosed items are an error.
 Opaque fields (``encrypted_content``, ``fingerprint``) are never compared, and a
 surrogate pair split over two deltas counts as the character it encodes.
+
+A stream resumed with ``starting_after`` begins past sequence_number 0 without
+``response.created``.  When its first event carries the response (``response.queued``,
+``response.in_progress``) it is folded from there, with a warning; otherwise the events
+before it made a Response it lacks, an ``AccumulateError`` that says so.
+``ResponseAccumulator.resume`` goes on from the earlier accumulator or a snapshot of it,
+skipping the events it already folded, as the SDK does.
 """
 
 from __future__ import annotations
@@ -60,7 +67,7 @@ from __future__ import annotations
 import copy
 import logging
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, TypeGuard
 
 from ..core.dialect import Dialect
 from ..core.processor import TERMINAL_TRANSITION, get_dialect
@@ -260,6 +267,10 @@ def _fold(
             target[held] = copy.deepcopy(payload[pfield])
 
 
+def _number(value: Any) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def _index(payload: Mapping[str, Any], key: str, wire: str) -> int:
     value = payload.get(key)
     if not isinstance(value, int) or isinstance(value, bool) or value < 0:
@@ -306,6 +317,90 @@ class ResponseAccumulator:
         self._last_seq: int | None = None
         self.warnings: list[str] = []  # each repair made to fold the stream, in order
         self._lost = False  # sequence numbers skipped: deltas may be missing
+        self._after: int | None = None  # resumed: events numbered up to here are folded
+        # resumed from a snapshot: items taken to be open that no event has touched since
+        self._assumed_open: set[int] = set()
+
+    @classmethod
+    def resume(
+        cls,
+        earlier: ResponseAccumulator | Mapping[str, Any],
+        *,
+        after: int | None = None,
+        dialect: Dialect | str = "openai",
+        check_texts: bool = True,
+    ) -> ResponseAccumulator:
+        """An accumulator that goes on from an earlier point of a stream, for a stream
+        resumed with ``starting_after``.
+
+        ``earlier`` is the accumulator that read the stream so far (copied; the copy
+        goes on), or a Response snapshot as of sequence_number ``after`` (a ``snapshot``
+        kept from an earlier read, or the Response retrieved while it ran).  From a
+        snapshot, the last item is open and so is an earlier one whose status is not a
+        final one (an item that never gets another event is not reported unclosed), and so is the last part of each of its part lists.  Events
+        numbered up to ``after`` (by default, the last one ``earlier`` read) are already
+        folded and are skipped, as the SDK skips them.
+        """
+        if isinstance(earlier, ResponseAccumulator):
+            acc = cls(earlier.dialect, check_texts=earlier.check_texts)
+            state = {k: v for k, v in vars(earlier).items() if k not in ("dialect", "_plan")}
+            vars(acc).update(copy.deepcopy(state))  # one copy: the output list stays shared
+            acc._after = earlier._last_seq if after is None else after
+            return acc
+        if after is None:
+            raise TypeError("resume from a snapshot needs after=, the sequence_number it reflects")
+        acc = cls(dialect, check_texts=check_texts)
+        acc._adopt(earlier, after)
+        return acc
+
+    def _adopt(self, snapshot: Mapping[str, Any], after: int) -> None:
+        """Take a Response snapshot as the state after event number ``after``."""
+        if not isinstance(snapshot, Mapping) or not isinstance(snapshot.get("output"), list):
+            raise AccumulateError("a snapshot must be a Response object with an output list")
+        status = snapshot.get("status")
+        if status not in ("queued", "in_progress", None):
+            raise AccumulateError(f"the snapshot is {status!r}: nothing follows its end")
+        output = snapshot["output"]
+        if not all(isinstance(i, Mapping) and isinstance(i.get("type"), str) for i in output):
+            raise AccumulateError("the snapshot's output items must be objects with a type")
+        self._snapshot = copy.deepcopy(dict(snapshot))
+        self._output = self._snapshot["output"]
+        self._types = [self._plan.item_kinds.get(i["type"]) for i in self._output]
+        self._pos = {i: i for i in range(len(self._output))}
+        last = len(self._output) - 1
+        for at, item in enumerate(self._output):
+            # the last item may still get events (OpenAI adds some items completed and
+            # closes them later); an earlier one unless its status is a final one
+            if at != last and item.get("status") in TERMINAL_TRANSITION:
+                self._closed.add(at)
+                continue
+            self._assumed_open.add(at)
+            spec = self._types[at]
+            if spec is None:
+                continue
+            for slot in set(self._plan.items[spec].slots.values()):
+                parts = item.get(slot)
+                key = self._slot_key(spec, slot)
+                if isinstance(parts, list) and key is not None:
+                    self._closed_parts.update((at, key, n) for n in range(len(parts) - 1))
+        self._state = self._created_state()
+        self._last_seq = after
+        self._after = after
+
+    def _slot_key(self, spec: str, slot: str) -> str | None:
+        """The index key that addresses the parts in an item's ``slot``."""
+        ip = self._plan.items[spec]
+        keys = {self._plan.parts[k].index for k, held in ip.slots.items() if held == slot}
+        return str(keys.pop()) if len(keys) == 1 else None
+
+    def _created_state(self) -> str:
+        """The envelope state ``response.created`` leads to."""
+        env = self._plan.envelope
+        return next(
+            str(target)
+            for tr, target in env["states"][env["initial"]].items()
+            if "response.created" in env["transitions"][tr]["emits"]
+        )
 
     # -- results ----------------------------------------------------------------
     @property
@@ -352,6 +447,10 @@ class ResponseAccumulator:
             raise AccumulateError(f"{wire} after the terminal event {self._terminal}")
         name = self._plan.wire.get(wire)
         seq = payload.get("sequence_number")
+        if self._after is not None and _number(seq) and seq <= self._after:
+            return self._snapshot  # folded already, before the stream was resumed
+        if not self._snapshot and _number(seq) and seq > 0 and name != "response.created":
+            self._resumed_without_snapshot(name, wire, seq, payload)
         if seq is not None:
             if not isinstance(seq, int) or isinstance(seq, bool):
                 raise AccumulateError(f"{wire}: sequence_number must be an integer")
@@ -371,6 +470,27 @@ class ResponseAccumulator:
         if seq is not None:
             self._last_seq = seq
         return self._snapshot
+
+    def _resumed_without_snapshot(
+        self, name: str | None, wire: str, seq: int, payload: Mapping[str, Any]
+    ) -> None:
+        """A first event numbered past 0: a resumed stream.  Its first event's response
+        stands for what came before, or it cannot be folded alone."""
+        fields = self._plan.events[name]["fields"] if name is not None else []
+        if "response" in fields and isinstance(payload.get("response"), Mapping):
+            self._state = self._created_state()
+            if not self._moves(str(name)) and self._plan.items_in is not None:
+                self._state = self._plan.items_in  # it ends a response that was running
+            self._warn(
+                f"{wire} (sequence_number {seq}) resumes a stream: "
+                "folded from the response it carries"
+            )
+            return
+        raise AccumulateError(
+            f"{wire} (sequence_number {seq}) resumes a stream whose first {seq} events are "
+            "not here, and the Response they made is missing: fold it with "
+            f"ResponseAccumulator.resume(snapshot, after={seq - 1})"
+        )
 
     @property
     def _checking(self) -> bool:
@@ -421,7 +541,11 @@ class ResponseAccumulator:
                 raise AccumulateError(f"{wire}: 'output' must be a list")
             new = copy.deepcopy(dict(response))
             if terminal:
-                still_open = [i for i in range(len(self._output)) if i not in self._closed]
+                still_open = [
+                    i
+                    for i in range(len(self._output))
+                    if i not in self._closed and i not in self._assumed_open
+                ]
                 if still_open and new.get("status") == "completed":
                     if output is None:
                         raise AccumulateError(
@@ -530,6 +654,7 @@ class ResponseAccumulator:
             raise AccumulateError(f"{wire}: no output item at output_index {output_index}")
         if index in self._closed:
             raise AccumulateError(f"{wire}: output item {output_index} is already done")
+        self._assumed_open.discard(index)
         return index, self._output[index]
 
     def _open_item(

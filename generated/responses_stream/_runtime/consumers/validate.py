@@ -61,6 +61,11 @@ RULES: dict[str, tuple[str, str]] = {
         "no event carries sequence_number: a stream from before the API added it",
     ),
     "SEQ_NOT_FROM_ZERO": (ERROR, "sequence_number does not start at 0"),
+    "CONTINUATION": (
+        WARNING,
+        "a resumed stream (starting_after): it starts past 0 without response.created; "
+        "what came before it is not checked",
+    ),
     "SEQ_NOT_INCREASING": (ERROR, "sequence_number does not strictly increase"),
     "NON_STANDARD_EVENT": (ERROR, "an event some servers send that no dialect defines"),
     "EXTENSION_EVENT": (
@@ -250,6 +255,19 @@ class _Machine:
     def states(self) -> set[str]:
         return {s for s, _ in self.configs}
 
+    def resume(self) -> None:
+        """Start anywhere past the initial state, mid-transition included: a stream
+        resumed partway, whose beginning is not seen."""
+        table = self.table
+        configs: set[Config] = set()
+        for state, moves in table["states"].items():
+            if state != table["initial"]:
+                configs.add((state, ()))
+            for name, target in moves.items():
+                emits = table["transitions"][name]["emits_from"][state]
+                configs.update((target, tuple(emits[k:])) for k in range(1, len(emits)))
+        self.configs = frozenset(configs)
+
     def in_state(self, name: str) -> bool:
         """Whether ``name`` is one of the states the run may be in."""
         for state, _ in self.configs:
@@ -336,6 +354,7 @@ class _Item:
     accs: dict[str, Any] = field(default_factory=dict)
     parts: dict[str, list[_Part]] = field(default_factory=dict)  # index key -> parts
     done: dict[str, Any] | None = None
+    earlier: bool = False  # opened before a resumed stream began: not checked
 
     def open_parts(self) -> list[_Part]:
         return [p for ps in self.parts.values() for p in ps if not p.machine.finished]
@@ -371,6 +390,9 @@ class StreamValidator:
         self.unsequenced = False
         self.seq: int | None = None
         self.last_seq: int | None = None
+        # the first event is past sequence_number 0 and not response.created: a stream
+        # resumed with starting_after (CONTINUATION); what it cannot see is not checked
+        self.resumed = False
         self.terminal: str | None = None
         self.pending_error = False
         self.open_item: _Item | None = None
@@ -463,6 +485,14 @@ class StreamValidator:
         if self.index == 0 and "sequence_number" not in payload:
             self.unsequenced = True
             self._add("SEQ_LEGACY", "no sequence_number: read as a stream from an older API")
+        elif self.index == 0 and isinstance(seq, int) and _resumes(seq, kind, self.wire):
+            self.resumed = True
+            self.envelope.resume()
+            self._add(
+                "CONTINUATION",
+                f"the stream resumes after sequence_number {seq - 1}: a continuation; "
+                "items opened before it and the output they made are not checked",
+            )
         if not (self.unsequenced and "sequence_number" not in payload):
             self._sequence(seq)
         if self.terminal is not None:
@@ -511,7 +541,7 @@ class StreamValidator:
             self._add("SEQ_MISSING", "sequence_number is missing or not an integer")
             return
         if self.last_seq is None:
-            if seq != 0:
+            if seq != 0 and not self.resumed:
                 self._add("SEQ_NOT_FROM_ZERO", f"sequence_number starts at {seq}, not 0")
         elif seq <= self.last_seq:
             self._add("SEQ_NOT_INCREASING", f"sequence_number {seq} after {self.last_seq}")
@@ -655,7 +685,8 @@ class StreamValidator:
                 self._legacy(v, f"{path}[{i}]")
 
     def _envelope(self, name: str, payload: Mapping[str, Any]) -> None:
-        if self.index == 0 and name not in ("response.created", "response.queued"):
+        first = self.index == 0 and not self.resumed
+        if first and name not in ("response.created", "response.queued"):
             self._add(
                 "CREATED_NOT_FIRST", f"the first event is {payload['type']}, not response.created"
             )
@@ -685,14 +716,13 @@ class StreamValidator:
                     "MISSING_DONE",
                     f"a {part.kind} part of {item.item_id} is still open at {payload['type']}",
                 )
-        streamed = [self.items[i].done or self.items[i].added for i in sorted(self.items)]
         output = response.get("output")
-        if _opaque(output) != _opaque(streamed):
+        if self._output_differs(output):
             got = len(output) if isinstance(output, list) else output
             self._add(
                 "OUTPUT_MISMATCH",
                 f"the final Response's output ({got} items) differs "
-                f"from the {len(streamed)} streamed items",
+                f"from the {len(self.items)} streamed items",
             )
         expected = {
             "response.completed": "completed",
@@ -723,6 +753,28 @@ class StreamValidator:
         usage = response.get("usage")
         if not isinstance(usage, Mapping):
             self._add("USAGE_MISSING", "the terminal Response has no usage")
+
+    def _output_differs(self, output: Any) -> bool:
+        """Whether the terminal output differs from the items streamed and closed.
+
+        Items left open were reported (MISSING_DONE), and a continuation's items opened
+        before it are unseen: neither is compared.  A continuation's output may hold
+        items from before it, so its items are compared by output_index.
+        """
+        if not isinstance(output, list):
+            return True
+        if self.resumed:
+            placed = [(i, it) for i, it in self.items.items() if not it.earlier]
+        else:
+            if len(output) != len(self.items):
+                return True
+            placed = [(n, self.items[i]) for n, i in enumerate(sorted(self.items))]
+        for at, item in placed:
+            if item.done is None:
+                continue
+            if at >= len(output) or _opaque(output[at]) != _opaque(item.done):
+                return True
+        return False
 
     # -- items ----------------------------------------------------------------
     def _in_items_state(self, kind: str) -> None:
@@ -757,6 +809,8 @@ class StreamValidator:
         if not isinstance(item, Mapping):
             return
         expected = len(self.items)
+        if self.resumed:  # a continuation may open its first item at any index
+            expected = max(self.items, default=oi - 1) + 1
         if oi in self.items:
             self._add("DUPLICATE_OUTPUT_INDEX", f"output_index {oi} was already added")
             return
@@ -794,6 +848,12 @@ class StreamValidator:
     def _find(self, payload: Mapping[str, Any], oi: int) -> _Item | None:
         item = self.items.get(oi)
         kind = payload["type"]
+        if item is None and self.resumed and not self._opened_since(oi):
+            item_id = payload.get("item_id")
+            if _is_mapping(payload.get("item")):
+                item_id = payload["item"].get("id")
+            item = self.items[oi] = _Item(None, str(item_id), oi, None, {}, earlier=True)
+            return item
         if item is None:
             self._add("UNKNOWN_ITEM", f"{kind} for output_index {oi}, which was never added")
             return None
@@ -809,6 +869,10 @@ class StreamValidator:
             self._add("EVENT_AFTER_ITEM_DONE", f"{kind} after output_item.done of {item.item_id}")
             return None
         return item
+
+    def _opened_since(self, oi: int) -> bool:
+        """Whether a continuation opened an item at or past ``oi`` itself."""
+        return any(not it.earlier and i >= oi for i, it in self.items.items())
 
     def _advance_item(self, item: _Item, name: str, kind: str) -> None:
         if item.machine is None:
@@ -833,6 +897,8 @@ class StreamValidator:
         item.done = dict(done)
         if self.open_item is item:
             self.open_item = None
+        if item.earlier:
+            return
         if done.get("type") != item.added.get("type"):
             self._add("ITEM_TYPE_CHANGED", f"item {item.item_id} changed type")
         caller = done.get("caller")
@@ -858,7 +924,7 @@ class StreamValidator:
                 streamed = [
                     p.done for p in item.parts.get(key, []) if p.kind in table["slots"][slot]
                 ]
-                if streamed and done[fname] != streamed:
+                if streamed and _opaque(done[fname]) != _opaque(streamed):
                     self._add(
                         "DONE_PARTS_MISMATCH",
                         f"{item.type}.{fname} differs from the parts that were streamed",
@@ -893,7 +959,7 @@ class StreamValidator:
             )
             return
         item = self._find(payload, oi)
-        if item is None:
+        if item is None or item.earlier:  # a continuation's earlier item: its parts unseen
             return
         parts = item.parts.setdefault(key, [])
         if "part" in payload and idx == len(parts) and isinstance(payload["part"], Mapping):
@@ -929,6 +995,8 @@ class StreamValidator:
             done_part = dict(payload["part"])
             for fname, spec in table["fields"].items():
                 acc = spec["acc"]
+                if fname not in done_part and _value(part.accs.get(acc)) == []:
+                    continue  # a list no delta added to, left out (OpenRouter)
                 if _list_left_out(done_part.get(fname), part.accs.get(acc)):
                     # OpenAI's content_part.done carries logprobs: [] after deltas that
                     # had them (the text's done event and the item have them all)
@@ -1071,10 +1139,25 @@ def _other_dialect(dialect: Dialect, kind: str) -> str | None:
     return None
 
 
+def _resumes(seq: Any, kind: str, wire: Mapping[str, str]) -> bool:
+    """Whether a first event starts a resumed stream: numbered past 0, not the creation."""
+    number = isinstance(seq, int) and not isinstance(seq, bool) and seq > 0
+    return number and wire.get(kind) != "response.created"
+
+
 def _opaque(value: Any) -> Any:
-    """``value`` with every opaque field replaced by whether it is present."""
+    """``value`` as compared across events: every opaque field replaced by whether it is
+    present, and each ``logprob`` rounded to 6 places (OpenAI rounds them so in the done
+    item and the terminal output, not in the deltas and the text's done event)."""
     if isinstance(value, Mapping):
-        return {k: (v is not None) if k in OPAQUE_FIELDS else _opaque(v) for k, v in value.items()}
+        return {
+            k: (v is not None)
+            if k in OPAQUE_FIELDS
+            else round(v, 6)
+            if k == "logprob" and isinstance(v, float)
+            else _opaque(v)
+            for k, v in value.items()
+        }
     if isinstance(value, list):
         return [_opaque(v) for v in value]
     return value
