@@ -331,6 +331,9 @@ HarmonySource = Annotated[
 
 class HarmonyMatch(Strict):
     channel: str | None = None
+    any_channel: bool = Field(
+        default=False, description="Any channel that is a non-empty name (a fallback route)."
+    )
     recipient: str | None = None
     recipient_prefix: str | None = None
     no_recipient: bool = False
@@ -351,6 +354,11 @@ class HarmonyRoute(Strict):
     )
     close: dict[str, HarmonySource | dict[str, HarmonySource]] = Field(
         default_factory=dict, description="Parameters of the closing 'done' transition."
+    )
+    warn: str = Field(
+        default="",
+        description="A warning each time this route takes a message; {channel} and "
+        "{recipient} are filled in.",
     )
 
 

@@ -83,14 +83,41 @@ def test_failed_output_is_3() -> None:
     assert chat.returncode == 3
 
 
-@pytest.mark.parametrize("stdin", [b"", b"\x00\xff\xfe garbage \x81\n\n", b"hello\nworld\n"])
-def test_input_without_a_chat_chunk_is_2(stdin: bytes) -> None:
-    proc = _run("from-chat", stdin=stdin)
+@pytest.mark.parametrize(
+    ("stdin", "says"),
+    [
+        (b"", "from-chat: stdin: the input is empty"),
+        (b" \n\r\n", "from-chat: stdin: the input is only white space"),
+        (
+            b"\x00\xff\xfe garbage \x81\n\n",
+            r"neither SSE nor JSON lines: it starts with '\x00\xff\xfe garbage \x81\n\n'",
+        ),
+        (b"hello\nworld\n", "neither SSE nor JSON lines: it starts with 'hello\\nworld\\n'"),
+    ],
+)
+def test_input_that_is_no_stream_is_2_and_writes_nothing(stdin: bytes, says: str) -> None:
+    for command in ("from-chat", "to-chat", "validate"):
+        proc = _run(command, "-", stdin=stdin)
+        assert proc.returncode == 2
+        assert says.replace("from-chat", command) in _one_line(proc)
+        assert proc.stdout == b""
+
+
+def test_sse_without_a_chat_chunk_is_2() -> None:
+    proc = _run("from-chat", stdin=b": a comment\n\nevent: ping\n\n")
     assert proc.returncode == 2
     assert "no chat chunk" in _one_line(proc)
     # what was written is a stream that ends failed, not incomplete as if
     # the model had hit its limit
     assert _last_event(proc.stdout) == "response.failed"
+
+
+def test_sse_without_a_responses_event_is_2() -> None:
+    validate = _run("validate", "-", stdin=b": a comment\n\n")
+    assert validate.returncode == 2 and "holds no event" in _one_line(validate)
+    chat = _run("to-chat", stdin=b": a comment\n\n")
+    assert chat.returncode == 2 and "holds no Responses event" in _one_line(chat)
+    assert b'"code":"empty_input"' in chat.stdout and chat.stdout.endswith(b"data: [DONE]\n\n")
 
 
 def test_validate_violations_are_1_and_unreadable_file_is_2(tmp_path: Path) -> None:

@@ -421,6 +421,10 @@ def test_empty_input_is_an_error_not_a_length_cut() -> None:
     env = {**os.environ, "PYTHONPATH": str(GENERATED)}
     cmd = [sys.executable, "-m", "responses_stream", "from-chat"]
     proc = subprocess.run(cmd, input=b"", capture_output=True, cwd=GENERATED, env=env)
+    assert proc.returncode == 2 and proc.stdout == b""  # nothing to convert: nothing written
+    assert b"the input is empty" in proc.stderr
+    # SSE without a chat chunk: the stream written ends failed, not cut for length
+    proc = subprocess.run(cmd, input=b": ping\n\n", capture_output=True, cwd=GENERATED, env=env)
     assert proc.returncode == 2  # no chat chunk: the README's exit codes
     events, _ = parse_sse(proc.stdout.decode("utf-8"))
     payloads = [p for _, p in events]

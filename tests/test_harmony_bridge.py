@@ -413,13 +413,21 @@ BAD_TOKENS: dict[str, tuple[Any, str]] = {
         ),
         "harmony parser",
     ),
-    "an unknown channel": (
-        lambda: _tok(
-            "<|channel|>final<|message|>ok<|end|><|start|>assistant<|channel|>weird<|message|>x"
-        ),
-        "no harmony route",
-    ),
 }
+
+
+def test_tokens_on_an_unknown_channel_keep_the_answer_after_them() -> None:
+    tokens = _tok(
+        "<|channel|>weird<|message|>x<|end|><|start|>assistant<|channel|>final<|message|>ok"
+        "<|return|>"
+    )
+    response, _, bridge = run_tokens(tokens)
+    assert response["status"] == "completed"
+    assert [(i["type"], item_text(i)) for i in response["output"]] == [
+        ("reasoning", "x"),
+        ("message", "ok"),
+    ]
+    assert len(bridge.conv.warnings) == 1 and "'weird'" in bridge.conv.warnings[0]
 
 
 @pytest.mark.parametrize("case", sorted(BAD_TOKENS))

@@ -180,7 +180,8 @@ CASES: dict[str, tuple[list[Op], str]] = {
         "function_call",
     ),
     # bad input: error, then response.failed
-    "unknown channel": ([seg("final", None, "kept"), END, seg("weird", None, "x")], "failed"),
+    # a channel Harmony does not define: kept as reasoning, with a warning
+    "unknown channel": ([seg("final", None, "kept"), END, seg("weird", None, "x")], "reasoning"),
     "no channel": ([seg("final", None, "kept"), seg(None, None, "x")], "failed"),
     "empty channel": ([seg("final", None, "kept"), seg("", None, "x")], "failed"),
     "a number delta": ([seg("final", None, "kept"), seg("final", None, 5)], "failed"),
@@ -266,3 +267,29 @@ def test_the_converter_rejects_a_junk_setup() -> None:
         HarmonyToResponses("openai")  # type: ignore[arg-type]
     with pytest.raises(rs.ProcessorError, match="request must be a mapping"):
         HarmonyToResponses(StreamProcessor("openai"), ["tools"])  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("dialect", sorted(rs.DIALECTS))
+def test_a_message_after_an_unknown_channel_is_not_lost(dialect: str) -> None:
+    """The adversarial case: a segment on a channel Harmony does not define, then the
+    final answer.  The answer keeps its text, the odd channel's text is kept as
+    reasoning, and a warning names the channel."""
+    ops = [
+        seg("analysis", None, "think"),
+        END,
+        seg("scratch", None, "odd"),
+        seg("final", None, "the answer"),
+        END,
+    ]
+    run = run_ops(ops, dialect)
+    out = run.response["output"]
+    assert run.response["status"] == "completed"
+    assert [(i["type"], item_text(i)) for i in out] == [
+        ("reasoning", "think"),
+        ("reasoning", "odd"),
+        ("message", "the answer"),
+    ]
+    assert run.conv.warnings == [
+        "harmony: channel 'scratch' is not one Harmony defines; its text is kept as reasoning"
+    ]
+    assert [v for v in rs.validate_payloads(run.payloads, dialect) if v.severity == "error"] == []

@@ -395,6 +395,8 @@ HARMONY: dict[str, list[HarmonyOp]] = {
         ("end_message", "<|constrain|>json"),
         ("segment", "commentary", "container.exec", '{"cmd": ["ls"]}'),
         ("end_message", "<|constrain|>json"),
+        ("segment", "scratchpad", None, "A note."),  # no Harmony channel: kept as reasoning
+        ("end_message", None),
         ("segment", "final", None, "It is 21°C "),
         ("segment", "final", None, "in Paris."),
         ("end_message", None),
@@ -441,6 +443,7 @@ HARMONY_OUTPUT = [
         "name": "exec",
         "arguments": '{"cmd": ["ls"]}',
     },
+    reasoning("A note."),
     msg(out("It is 21°C in Paris."), phase="final_answer"),
 ]
 
@@ -843,6 +846,7 @@ def test_harmony_every_route_through_the_sdk(client: OpenAI, base_url: str) -> N
         "web_search_call",
         "mcp_call",
         "mcp_call",
+        "reasoning",
         "message",
     ]
     dumped = response.to_dict()
@@ -881,6 +885,7 @@ def test_harmony_every_route_in_openresponses(base_url: str) -> None:
         "openai:web_search_call",
         "openai:mcp_call",
         "openai:mcp_call",
+        "reasoning",
         "message",
     ]
     assert [summarize(i) for i in final["output"]] == HARMONY_OUTPUT

@@ -28,6 +28,7 @@ EXPORTED = [
     "HarmonyToResponses",
     "HarmonyTokens",
     "ITEM_TYPES",
+    "InputFormError",
     "ItemHandle",
     "LimitExceeded",
     "Limits",
@@ -50,6 +51,7 @@ EXPORTED = [
     "aevents_from_chat",
     "aparse_sse",
     "asse_from_chat",
+    "asse_from_input",
     "chat_chunks_from_responses",
     "chat_data_lines",
     "chat_sse_from_responses",
@@ -62,6 +64,7 @@ EXPORTED = [
     "parse_sse",
     "sse_from_chat",
     "sse_from_harmony_tokens",
+    "sse_from_input",
     "validate_payloads",
 ]
 DIALECT_EXPORTS = [

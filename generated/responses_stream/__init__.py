@@ -18,6 +18,7 @@ from ._runtime.consumers.validate import StreamValidator, Violation, validate_pa
 from ._runtime.core.dialect import Dialect
 from ._runtime.core.errors import TransitionError
 from ._runtime.core.ids import CountingIds, RandomIds
+from ._runtime.core.input_form import InputFormError, asse_from_input, sse_from_input
 from ._runtime.core.limits import LimitExceeded, Limits
 from ._runtime.core.processor import ItemHandle, ProcessorError, StreamProcessor
 from ._runtime.core.sse import SSEEncoder
@@ -91,6 +92,7 @@ __all__ = [
     "HarmonyToResponses",
     "HarmonyTokens",
     "ITEM_TYPES",
+    "InputFormError",
     "ItemHandle",
     "LimitExceeded",
     "Limits",
@@ -113,6 +115,7 @@ __all__ = [
     "aevents_from_chat",
     "aparse_sse",
     "asse_from_chat",
+    "asse_from_input",
     "chat_chunks_from_responses",
     "chat_data_lines",
     "chat_sse_from_responses",
@@ -125,5 +128,6 @@ __all__ = [
     "parse_sse",
     "sse_from_chat",
     "sse_from_harmony_tokens",
+    "sse_from_input",
     "validate_payloads",
 ]

@@ -2215,6 +2215,7 @@ HARMONY_ROUTES: list[dict[str, Any]] = [
     {
         "match": {
             "channel": "final",
+            "any_channel": False,
             "recipient": None,
             "recipient_prefix": None,
             "no_recipient": True,
@@ -2227,10 +2228,12 @@ HARMONY_ROUTES: list[dict[str, Any]] = [
         "open": {"phase": "=final_answer"},
         "finish": [],
         "close": {},
+        "warn": "",
     },
     {
         "match": {
             "channel": "commentary",
+            "any_channel": False,
             "recipient": None,
             "recipient_prefix": None,
             "no_recipient": True,
@@ -2243,10 +2246,12 @@ HARMONY_ROUTES: list[dict[str, Any]] = [
         "open": {"phase": "=commentary"},
         "finish": [],
         "close": {},
+        "warn": "",
     },
     {
         "match": {
             "channel": "analysis",
+            "any_channel": False,
             "recipient": None,
             "recipient_prefix": None,
             "no_recipient": True,
@@ -2259,10 +2264,12 @@ HARMONY_ROUTES: list[dict[str, Any]] = [
         "open": {},
         "finish": [],
         "close": {},
+        "warn": "",
     },
     {
         "match": {
             "channel": None,
+            "any_channel": False,
             "recipient": None,
             "recipient_prefix": "functions.",
             "no_recipient": False,
@@ -2275,10 +2282,12 @@ HARMONY_ROUTES: list[dict[str, Any]] = [
         "open": {"name": "recipient.rest", "call_id": "call_id"},
         "finish": [],
         "close": {},
+        "warn": "",
     },
     {
         "match": {
             "channel": None,
+            "any_channel": False,
             "recipient": "python",
             "recipient_prefix": None,
             "no_recipient": False,
@@ -2291,10 +2300,12 @@ HARMONY_ROUTES: list[dict[str, Any]] = [
         "open": {},
         "finish": ["interpreting"],
         "close": {},
+        "warn": "",
     },
     {
         "match": {
             "channel": None,
+            "any_channel": False,
             "recipient": "browser.search",
             "recipient_prefix": None,
             "no_recipient": False,
@@ -2307,10 +2318,12 @@ HARMONY_ROUTES: list[dict[str, Any]] = [
         "open": {},
         "finish": ["searching"],
         "close": {"action": {"type": "=search", "query": "args.query"}},
+        "warn": "",
     },
     {
         "match": {
             "channel": None,
+            "any_channel": False,
             "recipient": "browser.open",
             "recipient_prefix": None,
             "no_recipient": False,
@@ -2323,10 +2336,12 @@ HARMONY_ROUTES: list[dict[str, Any]] = [
         "open": {},
         "finish": ["searching"],
         "close": {"action": {"type": "=open_page", "url": "args.url"}},
+        "warn": "",
     },
     {
         "match": {
             "channel": None,
+            "any_channel": False,
             "recipient": "browser.find",
             "recipient_prefix": None,
             "no_recipient": False,
@@ -2341,10 +2356,12 @@ HARMONY_ROUTES: list[dict[str, Any]] = [
         "close": {
             "action": {"type": "=find_in_page", "pattern": "args.pattern|=", "url": "args.url|="}
         },
+        "warn": "",
     },
     {
         "match": {
             "channel": None,
+            "any_channel": False,
             "recipient": None,
             "recipient_prefix": "mcp.",
             "no_recipient": False,
@@ -2357,10 +2374,12 @@ HARMONY_ROUTES: list[dict[str, Any]] = [
         "open": {"name": "recipient.last", "server_label": "recipient.second"},
         "finish": ["call"],
         "close": {},
+        "warn": "",
     },
     {
         "match": {
             "channel": None,
+            "any_channel": False,
             "recipient": None,
             "recipient_prefix": None,
             "no_recipient": False,
@@ -2373,5 +2392,24 @@ HARMONY_ROUTES: list[dict[str, Any]] = [
         "open": {"name": "recipient.rest", "server_label": "recipient.head"},
         "finish": ["call"],
         "close": {},
+        "warn": "",
+    },
+    {
+        "match": {
+            "channel": None,
+            "any_channel": True,
+            "recipient": None,
+            "recipient_prefix": None,
+            "no_recipient": True,
+            "any_recipient": False,
+        },
+        "item": "reasoning",
+        "part": "reasoning_text",
+        "buffer": False,
+        "tool": False,
+        "open": {},
+        "finish": [],
+        "close": {},
+        "warn": "harmony: channel {channel!r} is not one Harmony defines; its text is kept as reasoning",
     },
 ]

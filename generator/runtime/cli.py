@@ -8,8 +8,8 @@ Exit codes (the README's "Exit codes" lists them):
 * ``1``: ``validate`` found violations of severity error;
 * ``2``: usage errors and unreadable input: a bad or unknown option, a missing
   or unreadable file, a ``--request`` that is not a JSON object (or that the
-  converter refuses), or ``from-chat`` input without a single chat chunk
-  (empty, or not SSE);
+  converter refuses), input that is empty or neither SSE nor JSON lines, or SSE
+  without a single event;
 * ``3``: the stream written ends ``response.failed`` (``from-chat``) or with an
   error chunk (``to-chat``): it is complete and valid, but reports a failure;
 * ``70``: an internal error (a bug), reported in one line;
@@ -33,6 +33,7 @@ from typing import IO, Any
 from .consumers.to_chat import chat_sse_from_sse
 from .consumers.validate import ERROR, HYGIENE, RULES, StreamValidator
 from .core.errors import ProcessorError
+from .core.input_form import FORMS, InputFormError, sse_from_input
 from .core.sse_parse import SSEParser
 from .inputs.api import _close, _payloads, _setup
 from .version import __version__
@@ -142,39 +143,88 @@ def _read_blocks(
             source.close()
 
 
+def _where(args: argparse.Namespace) -> str:
+    return "stdin" if args.file in (None, "-") else str(args.file)
+
+
+def _stream(args: argparse.Namespace, blocks: Iterator[bytes]) -> Iterator[bytes]:
+    """The input as SSE (``--input``: JSON lines made SSE); input that is neither, or
+    empty, is a usage error before anything is written."""
+    try:
+        return sse_from_input(blocks, args.input, strict=True)
+    except InputFormError as exc:
+        raise UsageError(f"{args.command}: {_where(args)}: {exc}") from None
+
+
+def _identity(payloads: Sequence[str]) -> tuple[str | None, int | None] | None:
+    """The model and created time of the first chat chunk among ``payloads`` (None
+    before one has come)."""
+    for payload in payloads:
+        try:
+            chunk = json.loads(payload)
+        except (ValueError, RecursionError):
+            return None, None  # not a chunk: the converter reports it
+        if not isinstance(chunk, dict):
+            return None, None
+        model, created = chunk.get("model"), chunk.get("created")
+        good = type(created) is int and 0 <= created < 2**53
+        return (model if isinstance(model, str) and model else None), (created if good else None)
+    return None
+
+
 def cmd_from_chat(args: argparse.Namespace) -> int:
     request = _request(args.request)
     model = args.model or (request or {}).get("model")
     source = _open(args.file)  # a missing file is a usage error, and nothing is written
+    output = _Output()
+    blocks = _stream(args, _read_blocks(args.file, source, output.flush))
+    parser = SSEParser()
+    # The Response takes the model (unless given) and created time of the first chunk.
+    pending: list[str] = []
+    ended = False
+    identity = None
+    while identity is None:
+        block = next(blocks, None)
+        if block is None:
+            pending += _close(parser)
+            ended = True
+            identity = _identity(pending) or (None, None)
+            break
+        pending += _payloads(parser, block)
+        identity = _identity(pending)
+    chunk_model, created = identity
     try:  # the stream starts: the request is checked before anything is written
-        conv = _setup(args.dialect, request, model)
+        conv = _setup(args.dialect, request, model or chunk_model, created_at=created)
     except ProcessorError as exc:
         raise UsageError(f"--request: {exc}") from None
-    output = _Output()
     frames = output.frames
     frames += conv.proc.drain_sse()
     feed = conv.feed_data_sse
-    parser = SSEParser()
     chunks = 0
-    blocks = _read_blocks(args.file, source, output.flush)
-    for block in blocks:  # every chat data: payload, as chat_data_lines reads them
-        for payload in _payloads(parser, block):
-            chunks += 1
-            frames += feed(payload)
+    for payload in pending:
+        chunks += 1
+        frames += feed(payload)
+        if conv.done:
+            break
+    if not conv.done and not ended:
+        for block in blocks:  # every chat data: payload, as chat_data_lines reads them
+            for payload in _payloads(parser, block):
+                chunks += 1
+                frames += feed(payload)
+                if conv.done:
+                    break
             if conv.done:
                 break
-        if conv.done:
-            blocks.close()
-            break
-    else:
-        for payload in _close(parser):
-            chunks += 1
-            frames += feed(payload)
+        else:
+            for payload in _close(parser):
+                chunks += 1
+                frames += feed(payload)
+    if not conv.done:
         frames += conv.end_sse()
     output.flush()
     if chunks == 0:
         print(
-            f"{_prog()} from-chat: the input holds no chat chunk (empty, or not SSE)",
+            f"{_prog()} from-chat: {_where(args)}: the input holds no chat chunk",
             file=sys.stderr,
         )
         return USAGE
@@ -191,9 +241,11 @@ def cmd_validate(args: argparse.Namespace) -> int:
         return 0
     if args.file is None:
         raise UsageError("validate: give a FILE, or - for stdin")
-    blocks = _blocks(args.file)  # read as it comes: memory does not grow with the file
+    blocks = _stream(args, _blocks(args.file))  # read as it comes, memory stays flat
     validator = StreamValidator(args.dialect, strict=args.strict)
-    validator.feed_sse(blocks)  # a line or event over the parser's caps is SSE_LIMIT
+    validator.feed_sse(blocks, input="sse")  # a line or event over the caps is SSE_LIMIT
+    if validator.index < 0:
+        raise UsageError(f"validate: {_where(args)}: the input holds no event")
     violations = validator.finish()
     errors = [v for v in violations if v.severity == ERROR]
     if args.json:
@@ -220,17 +272,21 @@ def cmd_validate(args: argparse.Namespace) -> int:
 def cmd_to_chat(args: argparse.Namespace) -> int:
     output = _Output()
     frames = output.frames
-    failed = False
+    failed = empty = False
     for frame in chat_sse_from_sse(  # input over the parser's caps ends with an error chunk
-        _blocks(args.file, output.flush),
+        _stream(args, _blocks(args.file, output.flush)),
         reasoning=REASONING_MODES[args.reasoning],  # type: ignore[arg-type]
         include_usage=args.include_usage,
         dialect=args.dialect,
+        input="sse",
     ):
         if frame.startswith(b'data: {"error"'):
             failed = True
+            empty = b'"code":"empty_input"' in frame
         frames.append(frame)
     output.flush()
+    if empty:
+        raise UsageError(f"to-chat: {_where(args)}: the input holds no Responses event")
     return FAILED if failed else OK
 
 
@@ -315,9 +371,10 @@ exit codes:
 
 FROM_CHAT = """\
 Read a Chat Completions stream (the SSE of a stream=true /v1/chat/completions
-response) and write the Responses stream it makes, as SSE, on stdout. The
-stream written is always complete: broken input ends it with error and
-response.failed, keeping what came before.
+response, or one chunk per line) and write the Responses stream it makes, as
+SSE, on stdout. The Response takes the first chunk's created time, and its model
+unless --model or --request give one. The stream written is always complete:
+broken input ends it with error and response.failed, keeping what came before.
 """
 
 FROM_CHAT_EXAMPLES = """\
@@ -327,13 +384,14 @@ examples:
   curl -sN URL/v1/chat/completions -H 'content-type: application/json' -d @chat.json \\
     | {prog} from-chat --request '{{"model": "my-model"}}'
 
-exit codes: 0 complete or incomplete, 2 usage or no chat chunk, 3 ends failed
+exit codes: 0 complete or incomplete, 2 usage, empty input or no chat chunk, 3 ends failed
 """
 
 VALIDATE = """\
-Check a Responses SSE stream against the protocol: the envelope, item and part
-lifecycles, indexes, texts, and each event's shape in the dialect. Prints one
-line per violation (or a JSON report) and a summary on stderr.
+Check a Responses stream (SSE, or one JSON event per line) against the protocol:
+the envelope, item and part lifecycles, indexes, texts, and each event's shape
+in the dialect. Prints one line per violation (or a JSON report) and a summary
+on stderr.
 """
 
 VALIDATE_EXAMPLES = """\
@@ -341,14 +399,15 @@ examples:
   {prog} validate responses.sse
   curl -sN URL/v1/responses -H 'content-type: application/json' -d @body.json \\
     | {prog} validate --strict --json -
+  {prog} validate --input jsonl recording.jsonl
   {prog} validate --rules
 
-exit codes: 0 valid (warnings allowed), 1 violations, 2 usage or unreadable file
+exit codes: 0 valid (warnings allowed), 1 violations, 2 usage, unreadable or empty input
 """
 
 TO_CHAT = """\
-Read a Responses SSE stream and write the Chat Completions stream it makes, as
-SSE, on stdout: text as delta.content, reasoning as chosen, function and custom
+Read a Responses stream (SSE, or one JSON event per line) and write the Chat
+Completions stream it makes, as SSE, on stdout: text as delta.content, reasoning as chosen, function and custom
 tool calls as tool_calls, a failure as an error chunk, then data: [DONE].
 """
 
@@ -377,7 +436,7 @@ examples:
   {prog} to-chat --reasoning think --include-usage < responses.sse
   {prog} to-chat --dialect openresponses responses.sse
 
-exit codes: 0 complete, 2 usage or unreadable file, 3 ends with an error chunk
+exit codes: 0 complete, 2 usage, unreadable or empty input, 3 ends with an error chunk
 """
 
 
@@ -406,6 +465,16 @@ class _Subcommand(argparse.ArgumentParser):
         if extras:
             self.error(f"unrecognized arguments: {' '.join(extras)}")
         return parsed, extras
+
+
+def _input_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--input",
+        choices=FORMS,
+        default="auto",
+        help="the input's form: SSE, JSON lines (one event or chunk per line), or told from"
+        " its first bytes",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -449,9 +518,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="the original /v1/responses request body: inline JSON (starting with {) "
         "or a JSON file; the Response echoes it",
     )
-    p.add_argument("--model", help="model name for the Response (default: the request's)")
     p.add_argument(
-        "file", nargs="?", default="-", metavar="FILE", help="the chat SSE input, - for stdin"
+        "--model",
+        help="model name for the Response (default: the request's, else the chunks')",
+    )
+    _input_option(p)
+    p.add_argument(
+        "file", nargs="?", default="-", metavar="FILE", help="the chat stream input, - for stdin"
     )
     p.set_defaults(func=cmd_from_chat)
 
@@ -469,7 +542,8 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="treat producer-hygiene warnings as errors (for server authors testing their output)",
     )
-    v.add_argument("file", nargs="?", metavar="FILE", help="an SSE file, or - for stdin")
+    _input_option(v)
+    v.add_argument("file", nargs="?", metavar="FILE", help="a stream file, or - for stdin")
     v.set_defaults(func=cmd_validate)
 
     c = command(
@@ -487,8 +561,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     c.add_argument("--include-usage", action="store_true", help="end with a usage chunk")
     c.add_argument("--dialect", choices=DIALECTS, default="openai", help="the dialect read")
+    _input_option(c)
     c.add_argument(
-        "file", nargs="?", default="-", metavar="FILE", help="the Responses SSE input, - for stdin"
+        "file", nargs="?", default="-", metavar="FILE", help="the Responses stream, - for stdin"
     )
     c.set_defaults(func=cmd_to_chat)
 

@@ -115,6 +115,7 @@ import msgspec
 from ..core.convert import loads, normalize_usage
 from ..core.dialect import Dialect
 from ..core.errors import source_failure
+from ..core.input_form import asse_from_input, sse_from_input
 from ..core.processor import get_dialect
 from ..core.sse_parse import (
     DEFAULT_MAX_EVENT_BYTES,
@@ -152,6 +153,7 @@ _SPLICED: dict[str, str] = {
 }
 
 _log = logging.getLogger(__name__)
+EMPTY_INPUT = "empty_input"  # the code of the error chunk for input without any event
 # the encoder for an action call's arguments (tolerates values that are not JSON types)
 _dumps_args = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str).encode
 
@@ -306,6 +308,7 @@ class ResponsesToChat:
         self.reasoning_part: tuple[str, str, int] | None = None
         self.reasoning_pending_separator = False
         self.done = False
+        self.fed = False  # an event came (the spliced path is taken only after one)
         self.warnings: list[str] = []  # what was repaired or guessed, each reported once
         # per text part or tool call: a high surrogate whose low half may be in the next delta
         self._held: dict[tuple[str, str, int], str] = {}
@@ -448,6 +451,7 @@ class ResponsesToChat:
         return parsed if isinstance(parsed, Mapping) else {}
 
     def _route(self, payload: Mapping[str, Any]) -> list[dict[str, Any]]:
+        self.fed = True
         response = payload.get("response")
         if isinstance(response, Mapping):
             self._take_identity(response)
@@ -468,9 +472,12 @@ class ResponsesToChat:
         _log.warning("to-chat: %s", message)
 
     def close(self) -> list[dict[str, Any]]:
-        """End the stream; without a terminal event it finishes with ``length``."""
+        """End the stream; without a terminal event it finishes with ``length``, and
+        without any event with an error chunk (code ``empty_input``)."""
         if self.done:
             return []
+        if not self.fed:
+            return self._end_with_error("the input held no Responses event", EMPTY_INPUT)
         self.done = True
         return self._flush_all() + self._end_think() + [self._chunk({}, finish_reason="length")]
 
@@ -1004,12 +1011,16 @@ def chat_sse_from_sse(
     model: str | None = None,
     max_line_bytes: int | None = DEFAULT_MAX_LINE_BYTES,
     max_event_bytes: int | None = DEFAULT_MAX_EVENT_BYTES,
+    input: str = "auto",
 ) -> Iterator[bytes]:
     """``chat_sse_from_responses`` for a Responses stream as SSE bytes, parsed here.
 
-    Bytes that are not UTF-8 are read as U+FFFD.  An input line or event over the
-    parser's caps (see ``SSEParser``) ends the chat stream with an error chunk, code
-    ``sse_limit_exceeded``, then ``data: [DONE]``.
+    ``input`` says what the bytes are: ``"sse"``, ``"jsonl"`` (one event per line) or
+    ``"auto"``, told from the first bytes (see ``sse_from_input``).  Bytes that are not
+    UTF-8 are read as U+FFFD.  An input line or event over the parser's caps (see
+    ``SSEParser``) ends the chat stream with an error chunk, code
+    ``sse_limit_exceeded``, then ``data: [DONE]``; input without any event, with an
+    error chunk, code ``empty_input``.
     """
     conv = ResponsesToChat(
         reasoning=reasoning,
@@ -1019,7 +1030,7 @@ def chat_sse_from_sse(
         model=model,
     )
     parser = SSEParser(max_line_bytes=max_line_bytes, max_event_bytes=max_event_bytes)
-    source = iter(chunks)
+    source = sse_from_input(chunks, input)
     while not conv.done:
         try:
             chunk = next(source, None)
@@ -1048,8 +1059,9 @@ async def achat_sse_from_sse(
     model: str | None = None,
     max_line_bytes: int | None = DEFAULT_MAX_LINE_BYTES,
     max_event_bytes: int | None = DEFAULT_MAX_EVENT_BYTES,
+    input: str = "auto",
 ) -> AsyncIterator[bytes]:
-    """``chat_sse_from_sse`` for an async source of SSE bytes (``aiter_bytes()``).
+    """``chat_sse_from_sse`` for an async source of SSE or JSON lines (``aiter_bytes()``).
 
     The bytes are parsed here, one read at a time, as ``chat_sse_from_sse`` parses them
     (the same caps and the same error chunk over them).  A source that raises ends the
@@ -1065,7 +1077,7 @@ async def achat_sse_from_sse(
         model=model,
     )
     parser = SSEParser(max_line_bytes=max_line_bytes, max_event_bytes=max_event_bytes)
-    source = aiter(chunks)
+    source = asse_from_input(chunks, input)  # closes the source when it is closed
     try:
         while not conv.done:
             try:

@@ -20,6 +20,7 @@ import msgspec
 import msgspec.inspect as mi
 
 from ..core.dialect import Dialect
+from ..core.input_form import sse_from_input
 from ..core.processor import get_dialect
 from ..core.sse_parse import (
     DEFAULT_MAX_EVENT_BYTES,
@@ -415,15 +416,20 @@ class StreamValidator:
         *,
         max_line_bytes: int | None = DEFAULT_MAX_LINE_BYTES,
         max_event_bytes: int | None = DEFAULT_MAX_EVENT_BYTES,
+        input: str = "auto",
     ) -> None:
-        """Every message of an SSE byte stream (``feed_raw`` each).
+        """Every message of an SSE byte stream, or of JSON lines (``feed_raw`` each).
 
-        A line or event over the parser's caps is an ``SSE_LIMIT`` violation, and what
-        follows it is not read.  Call ``finish`` afterwards.
+        ``input`` is ``"sse"``, ``"jsonl"`` (one event per line) or ``"auto"``, told from
+        the first bytes (``sse_from_input``).  A line or event over the parser's caps is
+        an ``SSE_LIMIT`` violation, and what follows it is not read.  Call ``finish``
+        afterwards.
         """
         try:
             for message in parse_sse(
-                chunks, max_line_bytes=max_line_bytes, max_event_bytes=max_event_bytes
+                sse_from_input(chunks, input),
+                max_line_bytes=max_line_bytes,
+                max_event_bytes=max_event_bytes,
             ):
                 self.feed_raw(message.data, message.event)
         except SSELimitError as exc:

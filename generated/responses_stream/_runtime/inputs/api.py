@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 from ..core.dialect import Dialect
 from ..core.errors import source_failure
+from ..core.input_form import sse_from_input
 from ..core.processor import StreamProcessor, get_dialect
 from ..core.sse_parse import (
     DEFAULT_MAX_EVENT_BYTES,
@@ -102,8 +103,11 @@ def chat_data_lines(
     *,
     max_line_bytes: int | None = DEFAULT_MAX_LINE_BYTES,
     max_event_bytes: int | None = DEFAULT_MAX_EVENT_BYTES,
+    input: str = "auto",
 ) -> Iterator[str]:
-    """The ``data:`` payloads of a chat SSE stream, joined per event.
+    """The ``data:`` payloads of a chat SSE stream, joined per event, or of a chat stream
+    kept as JSON lines (one chunk per line): ``input`` is ``"sse"``, ``"jsonl"`` or
+    ``"auto"``, told from the first bytes (``sse_from_input``).
 
     ``lines`` are pieces of the stream, text or bytes, split anywhere (lines with their
     line ends, or chunks as they arrive; lines without their ends, as ``iter_lines()``
@@ -116,8 +120,8 @@ def chat_data_lines(
     (code ``empty_input``).  Lone surrogates in ``str`` pieces become U+FFFD.
     """
     parser = SSEParser(max_line_bytes=max_line_bytes, max_event_bytes=max_event_bytes)
-    for piece in lines:
-        raw = piece if isinstance(piece, bytes) else replace_surrogates(piece).encode()
+    pieces = (p if isinstance(p, bytes) else replace_surrogates(p).encode() for p in lines)
+    for raw in sse_from_input(pieces, input):
         payloads = _payloads(parser, raw)
         yield from payloads
         if payloads and isinstance(payloads[-1], InputFailure):

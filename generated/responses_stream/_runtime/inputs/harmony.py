@@ -8,18 +8,25 @@ goes, which transitions finish it, and the parameters that close it.
 
 Bad input never raises and never leaves a stream without its terminal event:
 a segment whose channel, recipient or delta is not a string, a message no route
-takes, a junk ``content_type``, ``usage`` or ``reason`` end the stream with
+takes (no channel, or an empty one), a junk ``content_type``,
+``usage`` or ``reason`` end the stream with
 ``error`` (code ``invalid_harmony_input``) and ``response.failed``, every item
 closed and the text received until then kept.  A buffered message (the
 ``browser.*`` routes) whose text does not give its item's close parameters (JSON
 that does not parse, a ``query`` that is not a string, a message cut short)
 goes to the next route that matches it, which keeps the text as arguments.
 Calls once the stream has ended do nothing.
+
+A message on a channel Harmony does not define (``analysis``, ``commentary`` and
+``final`` are its channels) is taken by the routes' fallback: its text is kept as
+reasoning, never as the answer, the messages after it go on as usual, and each such
+message is a warning (``warnings``, and this module's logger).
 """
 
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Mapping
 from typing import Any
 
@@ -29,6 +36,8 @@ from ..core.errors import TransitionError
 from ..core.limits import LIMIT_EXCEEDED, LimitExceeded
 from ..core.processor import INCOMPLETE_REASONS, ItemHandle, ProcessorError, StreamProcessor
 from ..core.stream import TextAcc
+
+_log = logging.getLogger(__name__)
 
 BAD_HARMONY = "invalid_harmony_input"
 """The ``code`` of the ``error`` event sent when Harmony input cannot be converted."""
@@ -128,6 +137,7 @@ class HarmonyToResponses:
         self.done = False
         self.error: str | None = None
         self.ignored = 0
+        self.warnings: list[str] = []  # messages a fallback route took, in order
 
     # -- routing --------------------------------------------------------------
     def match(self, channel: str | None, recipient: str | None, after: int = -1) -> dict[str, Any]:
@@ -137,6 +147,8 @@ class HarmonyToResponses:
                 continue
             m = route["match"]
             if m["channel"] is not None and m["channel"] != channel:
+                continue
+            if m["any_channel"] and not channel:
                 continue
             if m["no_recipient"] and recipient:
                 continue
@@ -217,6 +229,10 @@ class HarmonyToResponses:
             self._failed(exc)
 
     # -- internals --------------------------------------------------------------
+    def _warn(self, message: str) -> None:
+        self.warnings.append(message)
+        _log.warning("%s", message)
+
     def _ignore(self) -> bool:
         if self.done or self.proc.ended:
             self.done = True
@@ -277,6 +293,8 @@ class HarmonyToResponses:
 
     def _open(self, channel: str | None, recipient: str | None) -> None:
         route = self.match(channel, recipient)
+        if route["warn"]:
+            self._warn(route["warn"].format(channel=channel, recipient=recipient))
         self.channel, self.recipient = channel, recipient or ""
         self.buffer = TextAcc()
         self.buffered = 0
