@@ -35,8 +35,8 @@ check: install
 	$(PYTHON) -m generator check
 
 lint: install
-	$(BIN)/ruff check generator tests benchmarks examples
-	$(BIN)/ruff format --check generator tests benchmarks examples
+	$(BIN)/ruff check generator tests benchmarks
+	$(BIN)/ruff format --check generator tests benchmarks
 	cd generated && $(BIN)/ruff check --isolated --no-cache --select I,F,UP --line-length 100 --target-version py311 .
 
 typecheck: install

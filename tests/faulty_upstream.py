@@ -1,4 +1,4 @@
-"""A scriptable fake upstream for the proxy fault tests, served by uvicorn on 127.0.0.1.
+"""A scriptable fake upstream for the gateway's fault tests, served by uvicorn on 127.0.0.1.
 
 Each test registers a :class:`Script` under a name and posts that name as the
 ``model``; the upstream then answers as scripted on whichever path was posted:
@@ -6,7 +6,7 @@ an HTTP error with a JSON body and ``Retry-After``, a stream cut short (with
 chunked framing or with a ``content-length`` it never fills), a stall before
 the headers or in the middle of the body, bytes trickled in small pieces, or
 garbage.  It counts the requests per script and records when a connection it
-was streaming on was closed by the proxy.
+was streaming on was closed by the gateway.
 
 Streams are built here too: ``chat_stream`` writes a chat completions SSE body
 for given text pieces, ``responses_stream`` the Responses stream the project
@@ -38,10 +38,10 @@ class Script:
 
     ``pieces`` are sent one by one, ``delay`` seconds apart; then the body ends
     (``end="complete"``), the connection is closed without ending it
-    (``end="cut"``), or nothing more is sent until the proxy goes away
+    (``end="cut"``), or nothing more is sent until the gateway goes away
     (``end="stall"``).  ``framing`` is ``"chunked"`` or ``"length"`` (a
     ``content-length`` of ``length`` bytes, by default the sum of the pieces).
-    ``stall_headers`` waits for the proxy to go away before sending anything.
+    ``stall_headers`` waits for the gateway to go away before sending anything.
     ``then`` lists the scripts of the requests that follow (the last one repeats).
     """
 
@@ -75,6 +75,7 @@ class FaultyUpstream:
     def __init__(self) -> None:
         self.scripts: dict[str, Script] = {}
         self.records: dict[str, Record] = {}
+        self.requests = 0  # every request that came, scripted or not
         self._lock = threading.Lock()
 
     def script(self, name: str, script: Script) -> Record:
@@ -93,6 +94,8 @@ class FaultyUpstream:
             message = await receive()
             raw += message.get("body", b"")
             more = message.get("more_body", False)
+        with self._lock:
+            self.requests += 1
         body = json.loads(raw)
         name = body.get("model")
         if name not in self.records:
@@ -254,7 +257,7 @@ def responses_events(texts: Sequence[str], *, ascii_only: bool = False) -> list[
     """The SSE events of the Responses stream made of that chat stream (openai dialect).
 
     ``ascii_only``: each event's JSON is rewritten with every non-ASCII character escaped
-    (lone surrogates in ``texts`` stay lone escapes, for the proxy to repair).
+    (lone surrogates in ``texts`` stay lone escapes, for the gateway to repair).
     """
     if ascii_only:  # lone surrogates stand in as private-use characters, put back below
         texts = [_SURROGATE.sub(lambda m: chr(ord(m[0]) - 0xD800 + 0xE000), t) for t in texts]

@@ -1,29 +1,26 @@
-"""The example proxy when the upstream, the client or the request misbehaves.
+"""The gateway when the upstream, the client or the request misbehaves.
 
-Everything runs over real sockets on 127.0.0.1: the proxy and a scriptable fake
+Everything runs over real sockets on 127.0.0.1: the gateway (``/v1/responses`` over a
+chat upstream, ``/v1/chat/completions`` over a Responses upstream) and a scriptable fake
 upstream (``proxy_support.FaultyUpstream``) under uvicorn, plus a closed port, a
-listener that never accepts and a server that does not speak HTTP.  The client
-is the official openai SDK with strict response validation (and httpx where the
-raw bytes matter); Responses streams are also checked with the project's own
-validator.
+listener that never accepts and a server that does not speak HTTP.  The client is the
+official openai SDK with strict response validation (and httpx where the raw bytes
+matter); Responses streams are also checked with the project's own validator.  The
+async APIs the gateway is built on are tested on failing sources at the end.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import sys
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 import httpx
 import openai
 import pytest
-from http_support import check_stream, parse_sse, serve
-from openai import OpenAI
-from proxy_support import (
+from faulty_upstream import (
     FaultyUpstream,
     Script,
     black_hole,
@@ -34,21 +31,20 @@ from proxy_support import (
     split_at,
     split_every,
 )
+from http_support import check_stream, parse_sse, serve
+from openai import OpenAI
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 import responses_stream as rs
-
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-from examples.proxy.app import Upstream, create_app  # noqa: E402
+from responses_stream.gateway import create_app
 
 # Text that must survive byte-level splitting: multi-byte UTF-8, astral characters
 # (surrogate pairs in JSON escapes), U+2028, NUL and a long line.
 TEXTS = ["héllo ", "wörld 🌍🎉 ", "中文テキスト", " \u2028 line\x00nul ", "z" * 5000, " end"]
-TIMEOUT = 1.0  # the proxy's connect and read timeouts in the tests that need them
+TIMEOUT = 1.0  # the gateway's connect and read timeouts in the tests that need them
 
 CHAT, RESPONSES = "/v1/chat/completions", "/v1/responses"
 
@@ -61,16 +57,16 @@ def upstream() -> Iterator[tuple[str, FaultyUpstream]]:
 
 
 @contextmanager
-def proxy(base: str, **timeouts: float) -> Iterator[str]:
-    with serve(create_app(Upstream(base + "/v1", **timeouts))) as url:
+def gateway(base: str, **timeouts: float) -> Iterator[str]:
+    with serve(create_app(base + "/v1", store="memory:", **timeouts)) as url:
         yield url
 
 
 @pytest.fixture(scope="module")
 def proxied(upstream: tuple[str, FaultyUpstream]) -> Iterator[tuple[str, FaultyUpstream]]:
-    """A proxy with short timeouts in front of the fake upstream."""
+    """The gateway with short timeouts in front of the fake upstream."""
     base, fake = upstream
-    with proxy(base, connect_timeout=TIMEOUT, read_timeout=TIMEOUT) as url:
+    with gateway(base, connect_timeout=TIMEOUT, read_timeout=TIMEOUT) as url:
         yield url, fake
 
 
@@ -89,7 +85,7 @@ def _name(request: pytest.FixtureRequest) -> str:
 
 
 def upstream_body(path: str, texts: Sequence[str] = TEXTS) -> bytes:
-    """A valid upstream stream for ``path`` of the proxy (the other API upstream)."""
+    """A valid upstream stream for ``path`` of the gateway (the other API upstream)."""
     return b"".join(upstream_events(path, texts))
 
 
@@ -137,14 +133,17 @@ def responses_client_run(client: OpenAI, model: str) -> tuple[list[Any], str]:
 
 
 def raw_post(url: str, path: str, model: str, **kw: Any) -> httpx.Response:
-    body = {"model": model, "stream": True, "input": "hi"}
-    body["messages"] = [{"role": "user", "content": "hi"}]
+    body: dict[str, Any] = {"model": model, "stream": True}
+    if path == CHAT:
+        body["messages"] = [{"role": "user", "content": "hi"}]
+    else:
+        body["input"] = "hi"
     with httpx.Client(timeout=30) as client:
         return client.post(url + path, json=body, **kw)
 
 
 def raw_responses(url: str, model: str) -> list[dict[str, Any]]:
-    """The payloads of a proxied Responses stream, checked as well-formed and valid."""
+    """The payloads of a Responses stream the gateway sent, checked as well-formed and valid."""
     response = raw_post(url, RESPONSES, model)
     assert response.status_code == 200, response.text
     payloads, done = parse_sse(response.text)
@@ -156,7 +155,7 @@ def raw_responses(url: str, model: str) -> list[dict[str, Any]]:
 
 
 def raw_chat(url: str, model: str) -> list[dict[str, Any]]:
-    """The chunks of a proxied chat stream; it must end with ``data: [DONE]``."""
+    """The chunks of a chat stream the gateway sent; it must end with ``data: [DONE]``."""
     response = raw_post(url, CHAT, model)
     assert response.status_code == 200, response.text
     assert response.text.endswith("data: [DONE]\n\n")
@@ -329,7 +328,7 @@ def test_an_error_body_in_another_shape_is_reshaped(
 
 @pytest.mark.parametrize("path", [CHAT, RESPONSES])
 def test_a_refused_connection_is_502(path: str) -> None:
-    with closed_port() as dead, proxy(dead) as url:
+    with closed_port() as dead, gateway(dead) as url:
         with pytest.raises(openai.InternalServerError) as caught:
             run_client(url, path, "m")
         assert caught.value.status_code == 502
@@ -341,7 +340,7 @@ def test_a_refused_connection_is_502(path: str) -> None:
 
 @pytest.mark.parametrize("path", [CHAT, RESPONSES])
 def test_a_connect_timeout_is_504(path: str) -> None:
-    with black_hole() as hole, proxy(hole, connect_timeout=TIMEOUT) as url:
+    with black_hole() as hole, gateway(hole, connect_timeout=TIMEOUT) as url:
         with pytest.raises(openai.InternalServerError) as caught:
             run_client(url, path, "m")
         assert caught.value.status_code == 504
@@ -352,7 +351,7 @@ def test_a_connect_timeout_is_504(path: str) -> None:
 
 @pytest.mark.parametrize("path", [CHAT, RESPONSES])
 def test_an_answer_that_is_not_http_is_502(path: str) -> None:
-    with not_http() as bad, proxy(bad) as url:
+    with not_http() as bad, gateway(bad) as url:
         with pytest.raises(openai.InternalServerError) as caught:
             run_client(url, path, "m")
         assert caught.value.status_code == 502
@@ -368,7 +367,7 @@ def test_a_stall_before_the_headers_is_504_and_closes_the_upstream(
         run_client(url, path, _name(request))
     assert caught.value.status_code == 504
     assert error_body(caught.value)["code"] == "upstream_timeout"
-    assert record.closed.wait(10), "the proxy kept the stalled upstream connection open"
+    assert record.closed.wait(10), "the gateway kept the stalled upstream connection open"
 
 
 @pytest.mark.parametrize("path", [CHAT, RESPONSES])
@@ -418,79 +417,81 @@ def test_an_answer_without_events_is_502(
 
 
 # -- bad requests ---------------------------------------------------------------------
+# (body, the param the 400 names or None for the body itself, a part of its message)
 BAD_BODIES = [
-    (b"{not json", "not valid JSON"),
-    (b"\xff\xfe", "not valid JSON"),
-    (b"[" * 100_000, "not valid JSON"),
-    (b'{"stream": true, "temperature": NaN}', "NaN is not a JSON number"),
-    (b'{"stream": true, "tool_choice": -Infinity}', "-Infinity is not a JSON number"),
-    (b"[1, 2]", "must be a JSON object, not an array"),
-    (b'"text"', "must be a JSON object, not a string"),
-    (b"null", "must be a JSON object, not null"),
-    (b"3", "must be a JSON object, not a number"),
-    (b'{"model": "m"}', "only serves stream=true"),
-    (b'{"model": 7, "stream": true}', "'model' must be a string"),
+    (b"{not json", None, "not valid JSON"),
+    (b"\xff\xfe", None, "not valid JSON"),
+    (b"[" * 100_000, None, "not valid JSON"),
+    (b'{"stream": true, "temperature": NaN}', None, "NaN is not a JSON number"),
+    (b'{"stream": true, "tool_choice": -Infinity}', None, "-Infinity is not a JSON number"),
+    (b"[1, 2]", None, "must be a JSON object, not an array"),
+    (b'"text"', None, "must be a JSON object, not a string"),
+    (b"null", None, "must be a JSON object, not null"),
+    (b"3", None, "must be a JSON object, not a number"),
+    (b'{"stream": true}', "model", "'model' is required"),
+    (b'{"model": 7, "stream": true}', "model", "'model' must be a non-empty string"),
 ]
+_M = b'"model": "m", "stream": true, '
+_HI = b'"messages": [{"role": "user", "content": "hi"}]'
 BAD_CHAT = [
-    (b'{"stream": true, "messages": "hi"}', "'messages' must be an array of objects"),
-    (b'{"stream": true, "messages": [1]}', "'messages' must be an array of objects"),
-    (b'{"stream": true, "stream_options": 3}', "'stream_options' must be an object"),
-    (b'{"stream": true, "tools": [{"function": 1}]}', "'tools[0].function' must be an object"),
-    (
-        b'{"stream": true, "messages": [{"role": "assistant", "tool_calls": [1]}]}',
-        "'messages[0].tool_calls' must be an array of objects",
-    ),
-    (b'{"stream": true, "tool_choice": {"function": "f"}}', "'tool_choice.function'"),
+    (b'{"model": "m", "stream": true}', "messages", "'messages' is required"),
+    (b"{" + _M + b'"messages": "hi"}', "messages", "'messages'"),
+    (b"{" + _M + b'"messages": [1]}', "messages[0]", "'messages[0]'"),
+    (b"{" + _M + _HI + b', "stream_options": 3}', "stream_options", "must be an object"),
+    (b"{" + _M + _HI + b', "tools": [{"function": 1}]}', "tools[0]", "'tools[0]"),
+    (b"{" + _M + b'"messages": [{"role": "assistant", "tool_calls": [1]}]}', "messages[0]", ""),
+    (b"{" + _M + _HI + b', "tool_choice": {"function": "f"}}', "tool_choice", "'tool_choice"),
 ]
 BAD_RESPONSES = [
-    (b'{"stream": true, "input": [1]}', "'input' must be an array of objects"),
-    (b'{"stream": true, "tools": {"type": "function"}}', "'tools' must be an array of objects"),
-    (b'{"stream": true, "tools": [{"type": "function"}]}', "'tools[0].name'"),
-    (b'{"stream": true, "reasoning": "high"}', "'reasoning' must be an object"),
+    (b"{" + _M + b'"input": [1]}', "input[0]", "'input[0]' must be an object"),
+    (b"{" + _M + b'"input": "hi", "tools": {"type": "function"}}', "tools", "'tools'"),
+    (b"{" + _M + b'"input": "hi", "tools": [{"type": "function"}]}', "tools[0]", "'tools[0]"),
+    (b"{" + _M + b'"input": "hi", "reasoning": "high"}', "reasoning", "'reasoning'"),
     (
-        b'{"stream": true, "tools": [{"type": "namespace", "name": "n", "tools": [{}, 2]}]}',
-        "'tools[0].tools' must be an array of objects",
+        b"{" + _M + b'"input": "hi", "tools": [{"type": "namespace", "name": "n", '
+        b'"tools": [{}, 2]}]}',
+        "tools[0].tools",
+        "'tools[0].tools",
     ),
 ]
 
 
 @pytest.mark.parametrize(
-    ("path", "body", "expected"),
-    [(CHAT, b, e) for b, e in BAD_BODIES + BAD_CHAT]
-    + [(RESPONSES, b, e) for b, e in BAD_BODIES + BAD_RESPONSES],
+    ("path", "body", "param", "expected"),
+    [(CHAT, *case) for case in BAD_BODIES + BAD_CHAT]
+    + [(RESPONSES, *case) for case in BAD_BODIES + BAD_RESPONSES],
 )
-def test_a_bad_request_body_is_400(
-    proxied: tuple[str, FaultyUpstream], path: str, body: bytes, expected: str
+def test_a_bad_request_body_is_400_naming_the_field(
+    proxied: tuple[str, FaultyUpstream], path: str, body: bytes, param: str | None, expected: str
 ) -> None:
-    url, _ = proxied
+    url, fake = proxied
+    before = fake.requests
     with httpx.Client(timeout=30) as client:
         response = client.post(url + path, content=body)
     assert response.status_code == 400, response.text
     error = error_json(response)
     assert expected in error["message"], error
     assert error["type"] == "invalid_request_error"
+    assert error["param"] == param or (param is not None and error["param"].startswith(param))
+    assert fake.requests == before  # never sent upstream
 
 
-def test_an_unknown_dialect_is_400(
+def test_the_openresponses_route_serves_that_dialect(
     proxied: tuple[str, FaultyUpstream], request: pytest.FixtureRequest
 ) -> None:
     url, fake = proxied
     record = fake.script(_name(request), Script(pieces=[upstream_body(RESPONSES)]))
-    with pytest.raises(openai.BadRequestError) as caught:
-        sdk(url).responses.create(
-            model=_name(request), input="hi", stream=True, extra_query={"dialect": "bogus"}
-        )
-    body = error_body(caught.value)
-    assert body["param"] == "dialect" and "unknown dialect 'bogus'" in body["message"]
-    assert record.hits == 0, "a rejected request must not reach the upstream"
-    # and a known one is served in that dialect
     response = httpx.post(
-        url + RESPONSES + "?dialect=openresponses",
+        url + "/openresponses/v1/responses",
         json={"model": _name(request), "stream": True, "input": "hi"},
         timeout=30,
     )
-    assert response.status_code == 200
+    assert response.status_code == 200 and record.hits == 1
     assert response.text.endswith("data: [DONE]\n\n")
+    payloads, done = parse_sse(response.text)
+    assert done
+    found = rs.validate_payloads(payloads, "openresponses")
+    assert [v for v in found if v.severity == "error"] == []
 
 
 # -- after the first byte ------------------------------------------------------------------
@@ -707,8 +708,12 @@ def test_a_client_disconnect_closes_the_upstream_within_one_event(
     wanted = 3
     # upstream events needed for the client to see `wanted` text deltas
     needed = _events_for_deltas(path, events, wanted)
-    with proxy(base) as url, httpx.Client(timeout=30) as client:
-        body = {"model": _name(request), "stream": True, "input": "hi", "messages": []}
+    with gateway(base) as url, httpx.Client(timeout=30) as client:
+        body: dict[str, Any] = {"model": _name(request), "stream": True}
+        if path == CHAT:
+            body["messages"] = [{"role": "user", "content": "hi"}]
+        else:
+            body["input"] = "hi"
         with client.stream("POST", url + path, json=body) as response:
             assert response.status_code == 200
             seen = 0
@@ -735,40 +740,6 @@ def _events_for_deltas(path: str, events: list[bytes], wanted: int) -> int:
         if seen == wanted:
             return i + 1
     raise AssertionError("not enough text events")
-
-
-# -- timeouts from the environment -------------------------------------------------------------
-def test_timeouts_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("UPSTREAM_CONNECT_TIMEOUT", raising=False)
-    monkeypatch.delenv("UPSTREAM_READ_TIMEOUT", raising=False)
-    default = Upstream("http://127.0.0.1:1/v1")
-    assert (default.connect_timeout, default.read_timeout) == (10.0, 120.0)
-    monkeypatch.setenv("UPSTREAM_CONNECT_TIMEOUT", "2.5")
-    monkeypatch.setenv("UPSTREAM_READ_TIMEOUT", "7")
-    configured = Upstream("http://127.0.0.1:1/v1")
-    assert (configured.connect_timeout, configured.read_timeout) == (2.5, 7.0)
-    assert configured.timeout.connect == 2.5 and configured.timeout.read == 7.0
-    explicit = Upstream("http://127.0.0.1:1/v1", connect_timeout=1, read_timeout=3)
-    assert (explicit.connect_timeout, explicit.read_timeout) == (1, 3)
-    for bad in ("soon", "0", "-1", "nan", "inf"):
-        monkeypatch.setenv("UPSTREAM_READ_TIMEOUT", bad)
-        with pytest.raises(ValueError, match="UPSTREAM_READ_TIMEOUT"):
-            Upstream("http://127.0.0.1:1/v1")
-
-
-def test_the_read_timeout_from_the_environment_is_applied(
-    upstream: tuple[str, FaultyUpstream],
-    request: pytest.FixtureRequest,
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    base, fake = upstream
-    monkeypatch.setenv("UPSTREAM_READ_TIMEOUT", "0.3")
-    fake.script(_name(request), Script(stall_headers=True))
-    with proxy(base) as url:
-        with pytest.raises(openai.InternalServerError) as caught:
-            run_client(url, RESPONSES, _name(request))
-    assert caught.value.status_code == 504
-    assert "within 0.3s" in error_body(caught.value)["message"]
 
 
 # -- the async APIs, on a source that raises ----------------------------------------------------

@@ -1,4 +1,4 @@
-"""Fuzz targets for the example proxy, over real HTTP on 127.0.0.1.
+"""Fuzz targets for the gateway, over real HTTP on 127.0.0.1.
 
 - Any request body (any bytes, any JSON value, any object with any fields):
   a 400 in the OpenAI error shape or a complete, valid stream; never a 500 or a
@@ -29,9 +29,9 @@ for extra in (TESTS, TESTS.parent, TESTS.parent / "generated"):
     if str(extra) not in sys.path:
         sys.path.insert(0, str(extra))
 
+from faulty_upstream import FaultyUpstream, Script, split_at  # noqa: E402
 from http_support import check_stream, parse_sse, serve  # noqa: E402
-from proxy_support import FaultyUpstream, Script, split_at  # noqa: E402
-from test_proxy_faults import (  # noqa: E402
+from test_gateway_faults import (  # noqa: E402
     CHAT,
     RESPONSES,
     TEXTS,
@@ -43,7 +43,7 @@ from test_proxy_faults import (  # noqa: E402
 )
 
 import responses_stream as rs  # noqa: E402
-from examples.proxy.app import Upstream, create_app  # noqa: E402
+from responses_stream.gateway import create_app  # noqa: E402
 
 _names = itertools.count()
 
@@ -52,7 +52,8 @@ _names = itertools.count()
 def servers() -> Iterator[tuple[str, FaultyUpstream]]:
     fake = FaultyUpstream()
     with serve(fake) as base:  # type: ignore[arg-type]
-        with serve(create_app(Upstream(base + "/v1", connect_timeout=5, read_timeout=5))) as url:
+        app = create_app(base + "/v1", store="memory:", connect_timeout=5, read_timeout=5)
+        with serve(app) as url:
             yield url, fake
 
 
@@ -119,6 +120,10 @@ def test_any_request_body_gets_a_400_or_a_valid_stream(
         assert error["type"] == "invalid_request_error" and error["message"]
         return
     assert response.status_code == 200, (response.status_code, response.text[:500])
+    if not response.headers["content-type"].startswith("text/event-stream"):  # stream: false
+        answer = response.json()
+        assert answer["object"] == ("response" if path == RESPONSES else "chat.completion")
+        return
     if path == RESPONSES:
         payloads, _ = parse_sse(response.text)
         check_stream(payloads)

@@ -1,15 +1,15 @@
-"""End to end: the example proxy between a strict openai client and a fake upstream.
+"""End to end: the gateway between a strict openai client and a replaying upstream.
 
-The upstream is a local server on 127.0.0.1 that replays recorded streams:
-a Responses stream for the chat direction, chat streams from vLLM, llama.cpp
-and DeepSeek-style servers for the Responses direction.
+The upstream is a local server on 127.0.0.1 that replays recorded streams: a Responses
+stream for the chat direction (``/v1/chat/completions`` over the upstream's
+``/v1/responses``), chat streams from vLLM, llama.cpp and DeepSeek-style servers for the
+Responses direction.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import sys
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -25,9 +25,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-from examples.proxy.app import Upstream, create_app  # noqa: E402
+from responses_stream.gateway import create_app
 
 RESPONSES_RECORDING = Path(__file__).parent / "broken" / "valid_reference.sse"
 CHAT_RECORDINGS = Path(__file__).parent / "recorded"
@@ -87,9 +85,8 @@ class FakeUpstream:
 def servers() -> Iterator[tuple[str, FakeUpstream]]:
     upstream = FakeUpstream()
     with serve(upstream.app()) as upstream_url:
-        proxy = create_app(Upstream(upstream_url + "/v1"))
-        with serve(proxy) as proxy_url:
-            yield proxy_url, upstream
+        with serve(create_app(upstream_url + "/v1", store="memory:")) as url:
+            yield url, upstream
 
 
 def _client(url: str) -> OpenAI:
@@ -108,8 +105,15 @@ def test_chat_client_over_a_responses_upstream(servers: tuple[str, FakeUpstream]
             pass
         final = stream.get_final_completion()
     sent = upstream.requests[-1]
-    assert sent["instructions"] == "Be brief." and sent["stream"] is True
-    assert sent["input"] == [{"type": "message", "role": "user", "content": "hi"}]
+    assert sent["stream"] is True
+    assert sent["input"] == [
+        {
+            "type": "message",
+            "role": "system",
+            "content": [{"type": "input_text", "text": "Be brief."}],
+        },
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]},
+    ]
     choice = final.choices[0]
     assert choice.message.content == "Hello"
     assert choice.message.model_extra.get("reasoning_content") == "think"

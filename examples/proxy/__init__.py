@@ -1,1 +1,0 @@
-"""Example: a Chat Completions <-> Responses proxy built on responses_stream."""
