@@ -10,7 +10,7 @@ PYTHON := $(BIN)/python
 # every later `make generate`; reinstalled when its metadata changes).
 DEVELOP := $(abspath $(VENV))/.responses-stream-develop
 
-.PHONY: all install develop generate check test lint typecheck pytest fuzz mutate bench clean
+.PHONY: all install develop generate check test e2e lint typecheck pytest fuzz mutate bench clean
 
 all: install generate develop
 
@@ -47,6 +47,24 @@ pytest: install
 	$(PYTHON) -m pytest
 
 test: lint typecheck check pytest
+
+# The real clients, pinned in requirements-e2e.txt, against `serve` on 127.0.0.1: their
+# environment is built once per pin set, outside the repo, so a second run takes seconds.
+E2E_CACHE ?= $(HOME)/.cache/responses-stream/e2e
+E2E_KEY = $(shell $(PY) -c "import hashlib,sys; print(hashlib.sha256(open('requirements-e2e.txt','rb').read()+sys.version.encode()).hexdigest()[:12])")
+E2E_VENV = $(E2E_CACHE)/py-$(E2E_KEY)
+E2E_NODE_KEY = $(shell $(PY) -c "import hashlib; print(hashlib.sha256(open('tests/e2e/node/package-lock.json','rb').read()).hexdigest()[:12])")
+E2E_NODE = $(E2E_CACHE)/node-$(E2E_NODE_KEY)
+e2e: install
+	@test -f $(E2E_VENV)/.complete || ( rm -rf $(E2E_VENV) && $(PY) -m venv $(E2E_VENV) \
+		&& timeout 900 $(E2E_VENV)/bin/python -m pip install --quiet -r requirements-e2e.txt \
+		&& touch $(E2E_VENV)/.complete )
+	@test -f $(E2E_NODE)/.complete || ( rm -rf $(E2E_NODE) && mkdir -p $(E2E_NODE) \
+		&& cp tests/e2e/node/package.json tests/e2e/node/package-lock.json $(E2E_NODE)/ \
+		&& cd $(E2E_NODE) && timeout 600 npm ci --no-audit --no-fund --ignore-scripts --silent \
+		&& touch .complete )
+	RESPONSES_STREAM_E2E_PYTHON=$(E2E_VENV)/bin/python RESPONSES_STREAM_E2E_NODE=$(E2E_NODE) \
+		$(PYTHON) -m pytest tests/e2e
 
 # Every hypothesis target in tests/fuzz with at least 2,000 examples each; the
 # statistics hypothesis prints give each target's count.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -12,3 +13,6 @@ for path in (ROOT / "generated", ROOT / "generated" / "tests"):
 
 # The Redis fixtures (redis_url, redis_server) for every test module.
 from redis_server import redis_server, redis_url  # noqa: E402, F401
+
+# `make e2e` runs tests/e2e, with the clients' own environment; `make test` leaves it out.
+collect_ignore = [] if os.environ.get("RESPONSES_STREAM_E2E_PYTHON") else ["e2e"]

@@ -18,7 +18,9 @@
 - ``POST /v1/responses`` (or ``/responses``): streaming only; replays a genuine recorded
   OpenAI stream verbatim, each line as recorded (:data:`TEXT_RECORDING`, or
   :data:`TOOL_RECORDING` when the body has tools): the ids repeat from one request to
-  the next and nothing depends on the request.
+  the next and nothing depends on the request.  Model names containing ``scripted``
+  answer instead as the small model above would answer the same conversation, its
+  chat stream converted to a Responses stream (:func:`chat_body_of`).
 - ``GET /v1/models`` (or ``/models``): one model, ``fake-model``.
 
 Model names starting with a fault name script it, on both POST routes:
@@ -49,6 +51,8 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
+
+from responses_stream import sse_from_chat
 
 CREATED_AT = 1_700_000_000
 PIECE = 4  # characters per answer piece
@@ -257,6 +261,37 @@ def _choose_tools(body: Mapping[str, Any], parallel: bool) -> list[Mapping[str, 
     if parallel and body.get("parallel_tool_calls") is not False:
         return [tools[0], tools[1] if len(tools) > 1 else tools[0]]
     return [tools[0]]
+
+
+def chat_body_of(body: Mapping[str, Any]) -> dict[str, Any]:
+    """The chat request a Responses request stands for, as far as :func:`plan_turn`
+    reads it: its messages (text, tool calls and results) and its function tools."""
+    items = body.get("input")
+    if isinstance(items, str):
+        items = [{"role": "user", "content": items}]
+    messages: list[dict[str, Any]] = []
+    for item in items if isinstance(items, list) else []:
+        if not _is_map(item):
+            continue
+        if item.get("type") == "function_call_output":
+            messages.append({"role": "tool", "content": str(item.get("output"))})
+        elif item.get("type") == "function_call":
+            call = {"id": item.get("call_id"), "type": "function", "function": item}
+            messages.append({"role": "assistant", "tool_calls": [call]})
+        elif item.get("role") in ("user", "system", "developer", "assistant"):
+            content = item.get("content")
+            if isinstance(content, list):
+                content = "".join(str(p.get("text", "")) for p in content if _is_map(p))
+            messages.append({"role": item["role"], "content": content})
+    tools = [
+        {"type": "function", "function": {"name": t["name"], "parameters": t.get("parameters")}}
+        for t in body.get("tools") or []
+        if _is_map(t) and t.get("type") == "function"
+    ]
+    chat: dict[str, Any] = {"model": body.get("model"), "messages": messages}
+    if tools:
+        chat["tools"] = tools
+    return chat
 
 
 def plan_turn(body: Mapping[str, Any], call_prefix: str) -> _Turn:
@@ -558,6 +593,15 @@ class ModelUpstream:
             return fault
         if body.get("stream") is not True:
             return error_response(400, "This fake upstream only streams: set stream", "stream")
+        if "scripted" in model:  # the small model's own answer, as a Responses stream
+            chat = chat_body_of(body)
+            turn = plan_turn(chat, "call_fake")
+            base = {"id": "chatcmpl-fake", "created": CREATED_AT, "model": model}
+            chunks = chat_chunks(turn, {**base, "object": "chat.completion.chunk"}, True)
+            frames = list(sse_from_chat(chunks, request=body, model=model))
+            return StreamingResponse(
+                _paced(frames, self._pace(model)), media_type="text/event-stream"
+            )
         name = self.tool_recording if body.get("tools") else self.text_recording
         frames = [f"event: {kind}\ndata: {line}\n\n".encode() for kind, line in recording(name)]
         delay = self._pace(model)

@@ -103,6 +103,19 @@ def test_input_that_is_no_stream_is_2_and_writes_nothing(stdin: bytes, says: str
         assert proc.stdout == b""
 
 
+@pytest.mark.parametrize("command", ["from-chat", "to-chat", "validate"])
+def test_an_unreadable_file_is_2_for_each_command(tmp_path: Path, command: str) -> None:
+    missing = _run(command, str(tmp_path / "nope.sse"))
+    assert missing.returncode == 2 and missing.stdout == b""
+    assert "cannot read" in _one_line(missing)
+    folder = _run(command, str(tmp_path))
+    assert folder.returncode == 2 and "cannot read" in _one_line(folder)
+    empty = tmp_path / "empty.jsonl"
+    empty.write_bytes(b"")
+    proc = _run(command, str(empty))
+    assert proc.returncode == 2 and f"{empty}: the input is empty" in _one_line(proc)
+
+
 def test_sse_without_a_chat_chunk_is_2() -> None:
     proc = _run("from-chat", stdin=b": a comment\n\nevent: ping\n\n")
     assert proc.returncode == 2

@@ -1,0 +1,188 @@
+"""The Python clients people point at a Responses server, each in one scenario.
+
+Run in the e2e environment (``requirements-e2e.txt``), not the project's:
+``python py_clients.py BASE_URL SCENARIO TOKEN``.  ``BASE_URL`` is the gateway's
+``http://host:port/v1``.  Every prompt carries ``TOKEN``, which the scripted upstream
+echoes, so a reply that holds it went through the gateway and back.  The result is one
+JSON object on stdout: the text each turn ended with and the tool calls the client ran.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+API_KEY = "e2e-key"
+CALLS: list[dict[str, Any]] = []  # every tool call the client carried out
+
+
+def weather(city: str) -> str:
+    """The weather in a city."""
+    CALLS.append({"name": "weather", "city": city})
+    return f"sunny in {city}"
+
+
+# -- the openai SDK ------------------------------------------------------------------
+async def openai_responses(base: str, token: str) -> dict[str, Any]:
+    from openai import AsyncOpenAI
+
+    client = AsyncOpenAI(base_url=base, api_key=API_KEY, _strict_response_validation=True)
+    created = await client.responses.create(model="e2e-scripted-text", input=f"say {token}")
+    async with client.responses.stream(model="e2e-scripted-text", input=f"again {token}") as stream:
+        async for _ in stream:
+            pass
+        final = await stream.get_final_response()
+    return {"texts": [created.output_text, final.output_text]}
+
+
+async def openai_chat(base: str, token: str) -> dict[str, Any]:
+    from openai import AsyncOpenAI
+
+    client = AsyncOpenAI(base_url=base, api_key=API_KEY, _strict_response_validation=True)
+    messages: Any = [{"role": "user", "content": f"say {token}"}]
+    plain = await client.chat.completions.create(model="e2e-scripted-text", messages=messages)
+    async with client.chat.completions.stream(
+        model="e2e-scripted-text", messages=messages
+    ) as stream:
+        async for _ in stream:
+            pass
+        final = await stream.get_final_completion()
+    return {"texts": [plain.choices[0].message.content, final.choices[0].message.content]}
+
+
+# -- openai-agents -----------------------------------------------------------------------
+def _agent(base: str, websocket: bool) -> Any:
+    from agents import Agent, function_tool
+    from agents.models.openai_provider import OpenAIProvider
+
+    provider = OpenAIProvider(
+        api_key=API_KEY,
+        base_url=base,
+        websocket_base_url=base.replace("http://", "ws://") if websocket else None,
+        use_responses=True,
+        use_responses_websocket=websocket,
+    )
+    model = provider.get_model("e2e-scripted-tools")
+    return Agent(
+        name="e2e", instructions="Use the tool.", model=model, tools=[function_tool(weather)]
+    )
+
+
+async def _agents(base: str, token: str, websocket: bool, streamed: bool) -> dict[str, Any]:
+    from agents import Runner, set_tracing_disabled
+
+    set_tracing_disabled(True)
+    agent = _agent(base, websocket)
+    prompt = f"weather in Paris? {token}"
+    if streamed:
+        run = Runner.run_streamed(agent, prompt)
+        events = 0
+        async for _ in run.stream_events():
+            events += 1
+        return {"texts": [str(run.final_output)], "events": events}
+    result = await Runner.run(agent, prompt)
+    return {"texts": [str(result.final_output)]}
+
+
+async def agents_http(base: str, token: str) -> dict[str, Any]:
+    return await _agents(base, token, websocket=False, streamed=False)
+
+
+async def agents_http_streamed(base: str, token: str) -> dict[str, Any]:
+    return await _agents(base, token, websocket=False, streamed=True)
+
+
+async def agents_ws(base: str, token: str) -> dict[str, Any]:
+    return await _agents(base, token, websocket=True, streamed=False)
+
+
+async def agents_ws_streamed(base: str, token: str) -> dict[str, Any]:
+    return await _agents(base, token, websocket=True, streamed=True)
+
+
+# -- pydantic-ai ---------------------------------------------------------------------------
+def _pydantic_agent(base: str) -> Any:
+    from pydantic_ai import Agent
+    from pydantic_ai.models.openai import OpenAIResponsesModel
+    from pydantic_ai.providers.openai import OpenAIProvider
+
+    model = OpenAIResponsesModel(
+        "e2e-scripted-tools", provider=OpenAIProvider(base_url=base, api_key=API_KEY)
+    )
+    agent = Agent(model, instructions="Use the tool.")
+    agent.tool_plain(weather)
+    return agent
+
+
+async def pydantic_ai_run(base: str, token: str) -> dict[str, Any]:
+    result = await _pydantic_agent(base).run(f"weather in Paris? {token}")
+    return {"texts": [result.output]}
+
+
+async def pydantic_ai_stream(base: str, token: str) -> dict[str, Any]:
+    async with _pydantic_agent(base).run_stream(f"weather in Paris? {token}") as run:
+        text = await run.get_output()
+    return {"texts": [text]}
+
+
+# -- LangChain -----------------------------------------------------------------------------
+def _chat_model(base: str, responses: bool, model: str) -> Any:
+    from langchain_openai import ChatOpenAI
+
+    return ChatOpenAI(model=model, base_url=base, api_key=API_KEY, use_responses_api=responses)
+
+
+async def _langchain(base: str, token: str, responses: bool) -> dict[str, Any]:
+    from langchain_core.messages import HumanMessage, ToolMessage
+    from langchain_core.tools import tool
+
+    llm = _chat_model(base, responses, "e2e-scripted-text")
+    invoked = await llm.ainvoke(f"say {token}")
+    streamed = ""
+    async for chunk in llm.astream(f"again {token}"):
+        streamed += chunk.text if isinstance(chunk.text, str) else chunk.text()
+    tools = _chat_model(base, responses, "e2e-scripted-tools").bind_tools([tool(weather)])
+    question = HumanMessage(f"weather in Paris? {token}")
+    asked = await tools.ainvoke([question])
+    history: list[Any] = [question, asked]
+    for call in asked.tool_calls:
+        CALLS.append({"name": call["name"], **call["args"]})
+        history.append(ToolMessage(f"sunny in {call['args'].get('city')}", tool_call_id=call["id"]))
+    answered = await tools.ainvoke(history)
+    return {"texts": [invoked.text, streamed, answered.text]}
+
+
+async def langchain_responses(base: str, token: str) -> dict[str, Any]:
+    return await _langchain(base, token, responses=True)
+
+
+async def langchain_chat(base: str, token: str) -> dict[str, Any]:
+    return await _langchain(base, token, responses=False)
+
+
+SCENARIOS: dict[str, Callable[[str, str], Coroutine[Any, Any, dict[str, Any]]]] = {
+    "openai-responses": openai_responses,
+    "openai-chat": openai_chat,
+    "agents-http": agents_http,
+    "agents-http-streamed": agents_http_streamed,
+    "agents-websocket": agents_ws,
+    "agents-websocket-streamed": agents_ws_streamed,
+    "pydantic-ai-run": pydantic_ai_run,
+    "pydantic-ai-stream": pydantic_ai_stream,
+    "langchain-responses": langchain_responses,
+    "langchain-chat": langchain_chat,
+}
+
+
+def main() -> None:
+    base, scenario, token = sys.argv[1:4]
+    result = asyncio.run(SCENARIOS[scenario](base, token))
+    result["calls"] = CALLS
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()
