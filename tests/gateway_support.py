@@ -105,15 +105,20 @@ def serve_process(
             time.sleep(0.05)
         yield url, proc
     finally:
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        stop(proc)
         if proc.stdout:
             proc.stdout.close()
+
+
+def stop(proc: subprocess.Popen[Any]) -> None:
+    """End a server process: SIGTERM, then SIGKILL after 10 seconds."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
 
 @functools.cache

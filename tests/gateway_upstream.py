@@ -13,6 +13,9 @@
   containing ``echo`` answer with
   :func:`echo_summary` of the messages, names containing ``parallel`` make two tool
   calls; a ``json_schema``/``json_object`` ``response_format`` answers ``{"answer": "ok"}``.
+  A last user message holding ``[shell]`` or ``[patch]`` gets what a coding agent's
+  model would do (:func:`_agent_call`): Codex's ``exec_command`` or ``apply_patch``,
+  writing the conversation's token to a file, then text once the result is back.
   ``max_completion_tokens`` (or ``max_tokens``) caps the answer's pieces (finish
   ``"length"``).  Streams are ``chat.completion.chunk`` SSE ending in ``data: [DONE]``.
 - ``POST /v1/responses`` (or ``/responses``): streaming only; replays a genuine recorded
@@ -39,6 +42,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import re
 import threading
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -294,6 +298,33 @@ def chat_body_of(body: Mapping[str, Any]) -> dict[str, Any]:
     return chat
 
 
+TOKEN = re.compile(r"tok[0-9a-f]{8}")
+SHELL_FILE = "e2e-shell.txt"
+PATCH_FILE = "e2e-patch.txt"
+
+
+def _agent_call(model: str, tools: Any, messages: Sequence[Any], call_prefix: str) -> _Call | None:
+    """The call a coding agent's model makes when the last user message asks for it:
+    ``[shell]``, Codex's ``exec_command`` writing the conversation's token to
+    :data:`SHELL_FILE`; ``[patch]``, its ``apply_patch`` adding :data:`PATCH_FILE` holding
+    the token.  None when neither applies (no such request or tool, or its result came)."""
+    users = [m for m in messages if _is_map(m) and m.get("role") == "user"]
+    asked = message_text(users[-1].get("content")) if users else ""
+    wanted = "exec_command" if "[shell]" in asked else "apply_patch" if "[patch]" in asked else ""
+    found = [t for t in tools or () if _is_map(t) and (_tool_key(t) or ("", ""))[1] == wanted]
+    if not wanted or not found:
+        return None
+    texts = " ".join(message_text(m.get("content")) for m in messages if _is_map(m))
+    token = (TOKEN.findall(texts) or ["tok00000000"])[-1]
+    kind = (_tool_key(found[0]) or ("function", ""))[0]
+    if wanted == "exec_command":
+        text = json.dumps({"cmd": f"printf '%s\\n' {token} > {SHELL_FILE}"})
+    else:
+        patch = f"*** Begin Patch\n*** Add File: {PATCH_FILE}\n+{token}\n*** End Patch\n"
+        text = patch if kind == "custom" else json.dumps({"input": patch})
+    return _Call(f"{call_prefix}_0", kind, wanted, text)
+
+
 def plan_turn(body: Mapping[str, Any], call_prefix: str) -> _Turn:
     """What the model answers to the chat request ``body``."""
     messages = body.get("messages")
@@ -303,6 +334,11 @@ def plan_turn(body: Mapping[str, Any], call_prefix: str) -> _Turn:
     prompt = sum(len(message_text(m.get("content")).split()) for m in messages if _is_map(m))
     turn = _Turn(prompt_tokens=prompt)
     chosen = [] if "text" in model else _choose_tools(body, "parallel" in model)
+    scripted = _agent_call(model, chosen and body.get("tools"), messages, call_prefix)
+    if scripted is not None:
+        turn.calls.append(scripted)
+        turn.finish = "tool_calls"
+        return turn
     if chosen:
         for i, tool in enumerate(chosen):
             kind, name = _tool_key(tool) or ("function", "")

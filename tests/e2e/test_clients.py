@@ -25,7 +25,7 @@ from typing import Any
 
 import httpx
 import pytest
-from gateway_support import free_port
+from gateway_support import free_port, stop
 from gateway_upstream import ModelUpstream
 from http_support import serve
 
@@ -65,18 +65,16 @@ def serve_logged(upstream: str, log: Path) -> Iterator[str]:
             time.sleep(0.1)
         yield url
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc)
+
+
+UPSTREAM = ModelUpstream()  # its requests are read by the Codex tests
 
 
 @pytest.fixture(scope="module")
 def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
     log = tmp_path_factory.mktemp("e2e") / "serve.log"
-    with serve(ModelUpstream().app) as upstream, serve_logged(upstream + "/v1", log) as url:
+    with serve(UPSTREAM.app) as upstream, serve_logged(upstream + "/v1", log) as url:
         yield url, log
 
 
@@ -155,3 +153,150 @@ def test_the_ai_sdk(gateway: tuple[str, Path], scenario: str) -> None:
         assert result["steps"] == steps  # the call, then the answer to its result
     if scenario == "structured":
         assert result["object"] == {"answer": "ok"}  # parsed and checked by the SDK's schema
+
+
+# -- Codex CLI ---------------------------------------------------------------------------
+# Its default configuration but for the provider entry, and the switches that keep it
+# offline (no update check, analytics, feedback, telemetry or plugins).
+CODEX_CONFIG = """\
+model = "{model}"
+model_provider = "gw"
+check_for_update_on_startup = false
+
+[model_providers.gw]
+name = "gateway"
+base_url = "{url}/v1"
+wire_api = "responses"
+env_key = "RESPONSES_STREAM_E2E_KEY"
+supports_websockets = {websockets}
+
+[analytics]
+enabled = false
+
+[feedback]
+enabled = false
+
+[otel]
+exporter = "none"
+
+[features]
+plugins = false
+apps = false
+remote_plugin = false
+"""
+
+
+class Codex:
+    """``codex exec`` in a home and a work folder of its own (outside /tmp, where it
+    refuses to put its helper binaries)."""
+
+    def __init__(self, url: str, model: str, websockets: bool = False) -> None:
+        root = E2E_NODE.parent / "codex-runs" / secrets.token_hex(6)
+        self.home, self.work = root / "home", root / "work"
+        self.home.mkdir(parents=True)
+        self.work.mkdir()
+        config = CODEX_CONFIG.format(model=model, url=url, websockets=str(websockets).lower())
+        (self.home / "config.toml").write_text(config)
+        self.root = root
+
+    def run(self, *args: str) -> list[dict[str, Any]]:
+        """One ``codex exec`` (``args`` after its options); its JSON events."""
+        binary = E2E_NODE / "node_modules" / ".bin" / "codex"
+        cmd = [str(binary), "exec", "--skip-git-repo-check", "--json"]
+        cmd += ["--dangerously-bypass-approvals-and-sandbox", "-C", str(self.work), *args]
+        env = {**os.environ, **OFFLINE, "CODEX_HOME": str(self.home)}
+        env["RESPONSES_STREAM_E2E_KEY"] = "e2e-key"
+        proc = subprocess.run(
+            cmd,
+            capture_output=True,
+            text=True,
+            timeout=CLIENT_TIMEOUT,
+            env=env,
+            stdin=subprocess.DEVNULL,
+        )
+        events = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+        assert proc.returncode == 0, (proc.stderr[-3000:], events[-3:])
+        assert events and events[-1]["type"] == "turn.completed", events[-3:]
+        return events
+
+    def close(self) -> None:
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+def said(events: list[dict[str, Any]]) -> list[str]:
+    """What the agent answered in a turn."""
+    return [
+        e["item"]["text"]
+        for e in events
+        if e["type"] == "item.completed" and e["item"]["type"] == "agent_message"
+    ]
+
+
+@contextmanager
+def codex(url: str, model: str, websockets: bool = False) -> Iterator[Codex]:
+    runner = Codex(url, model, websockets)
+    try:
+        yield runner
+    finally:
+        runner.close()
+
+
+def test_codex_answers_a_text_turn(gateway: tuple[str, Path]) -> None:
+    url, log = gateway
+    token = f"tok{secrets.token_hex(4)}"
+    before = log.read_text().count('"WebSocket /v1/responses" [accepted]')
+    with codex(url, "e2e-scripted-text") as cli:
+        answers = said(cli.run(f"say {token}"))
+    assert len(answers) == 1 and token in answers[0], answers
+    assert log.read_text().count('"WebSocket /v1/responses" [accepted]') == before
+
+
+def test_codex_over_websocket(gateway: tuple[str, Path]) -> None:
+    url, log = gateway
+    token = f"tok{secrets.token_hex(4)}"
+    before = log.read_text().count('"WebSocket /v1/responses" [accepted]')
+    with codex(url, "e2e-scripted-text", websockets=True) as cli:
+        answers = said(cli.run(f"say {token}"))
+    assert len(answers) == 1 and token in answers[0], answers
+    assert log.read_text().count('"WebSocket /v1/responses" [accepted]') > before, (
+        "the turn did not use the WebSocket"
+    )
+
+
+@pytest.mark.parametrize(
+    ("model", "ask", "written"),
+    [
+        ("e2e-agent", "[shell]", "e2e-shell.txt"),
+        # a catalog name: Codex sends apply_patch (custom, freeform), tool_search, web_search
+        ("gpt-5.5", "[patch]", "e2e-patch.txt"),
+    ],
+)
+def test_codex_runs_its_tools(
+    gateway: tuple[str, Path], model: str, ask: str, written: str
+) -> None:
+    """The shell tool (a function call) and apply_patch (a custom tool, freeform): the
+    call reaches Codex, Codex carries it out, and its result comes back for the answer."""
+    url, _ = gateway
+    token = f"tok{secrets.token_hex(4)}"
+    with codex(url, model) as cli:
+        events = cli.run(f"{ask} write {token} to a file")
+        content = (cli.work / written).read_text()
+    assert content.strip() == token
+    answers = said(events)
+    assert len(answers) == 1 and token in answers[0], answers
+    if model == "gpt-5.5":
+        sent = UPSTREAM.requests[-1].body
+        names = {(t.get("function") or t.get("custom") or {}).get("name") for t in sent["tools"]}
+        assert {"apply_patch", "tool_search"} <= names  # client-run tool_search: a function
+        assert "web_search" not in names  # a hosted tool, dropped
+
+
+def test_codex_exec_resume_sends_the_earlier_turn(gateway: tuple[str, Path]) -> None:
+    url, _ = gateway
+    first, second = (f"tok{secrets.token_hex(4)}" for _ in range(2))
+    with codex(url, "e2e-scripted-text") as cli:
+        cli.run(f"remember {first}")
+        answers = said(cli.run("resume", "--last", f"and now {second}"))
+    assert len(answers) == 1 and second in answers[0], answers
+    last = json.dumps(UPSTREAM.requests[-1].body)
+    assert first in last and second in last, "the resumed turn lacks the first one"
