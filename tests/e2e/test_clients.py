@@ -78,20 +78,25 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Pat
         yield url, log
 
 
+def client_process(cmd: list[str], **env: str) -> subprocess.CompletedProcess[str]:
+    """A client run offline, under the timeout, with no stdin."""
+    return subprocess.run(
+        cmd,
+        capture_output=True,
+        text=True,
+        timeout=CLIENT_TIMEOUT,
+        env={**os.environ, **OFFLINE, **env},
+        stdin=subprocess.DEVNULL,
+    )
+
+
 def run_client(script: str, *args: str) -> dict[str, Any]:
-    env = {**os.environ, **OFFLINE}
     if script.endswith(".mjs"):  # beside its packages, so that its imports resolve
         shutil.copyfile(HERE / "node" / script, E2E_NODE / script)
         cmd = ["node", str(E2E_NODE / script), *args]
     else:
         cmd = [E2E_PYTHON, str(HERE / "clients" / script), *args]
-    proc = subprocess.run(
-        cmd,
-        capture_output=True,
-        text=True,
-        timeout=CLIENT_TIMEOUT,
-        env=env,
-    )
+    proc = client_process(cmd)
     assert proc.returncode == 0, proc.stderr[-3000:]
     result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
     return result
@@ -204,16 +209,7 @@ class Codex:
         binary = E2E_NODE / "node_modules" / ".bin" / "codex"
         cmd = [str(binary), "exec", "--skip-git-repo-check", "--json"]
         cmd += ["--dangerously-bypass-approvals-and-sandbox", "-C", str(self.work), *args]
-        env = {**os.environ, **OFFLINE, "CODEX_HOME": str(self.home)}
-        env["RESPONSES_STREAM_E2E_KEY"] = "e2e-key"
-        proc = subprocess.run(
-            cmd,
-            capture_output=True,
-            text=True,
-            timeout=CLIENT_TIMEOUT,
-            env=env,
-            stdin=subprocess.DEVNULL,
-        )
+        proc = client_process(cmd, CODEX_HOME=str(self.home), RESPONSES_STREAM_E2E_KEY="e2e-key")
         events = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
         assert proc.returncode == 0, (proc.stderr[-3000:], events[-3:])
         assert events and events[-1]["type"] == "turn.completed", events[-3:]
