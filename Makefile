@@ -63,8 +63,10 @@ e2e: install
 		&& cp tests/e2e/node/package.json tests/e2e/node/package-lock.json $(E2E_NODE)/ \
 		&& cd $(E2E_NODE) && timeout 600 npm ci --no-audit --no-fund --ignore-scripts --silent \
 		&& touch .complete )
-	RESPONSES_STREAM_E2E_PYTHON=$(E2E_VENV)/bin/python RESPONSES_STREAM_E2E_NODE=$(E2E_NODE) \
-		$(PYTHON) -m pytest tests/e2e
+	@echo "llama-server and its model (built once, in $(E2E_CACHE)/llama; 7 to 13 minutes cold)"
+	LLAMA="$$(timeout 3000 $(PYTHON) tests/e2e/llama_setup.py $(E2E_CACHE)/llama)" \
+		&& RESPONSES_STREAM_E2E_LLAMA="$$LLAMA" RESPONSES_STREAM_E2E_PYTHON=$(E2E_VENV)/bin/python \
+		RESPONSES_STREAM_E2E_NODE=$(E2E_NODE) $(PYTHON) -m pytest tests/e2e
 
 # Every hypothesis target in tests/fuzz with at least 2,000 examples each; the
 # statistics hypothesis prints give each target's count.
