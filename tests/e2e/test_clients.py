@@ -49,19 +49,27 @@ def serve_logged(upstream: str, log: Path) -> Iterator[str]:
     port = free_port()
     cmd = [sys.executable, "-m", "responses_stream", "serve", "--upstream", upstream]
     cmd += ["--port", str(port), "--store", "memory:", "--log-level", "info"]
+    with running(cmd, log, port, 30, cwd=ROOT / "generated") as url:
+        yield url
+
+
+@contextmanager
+def running(cmd: list[str], log: Path, port: int, seconds: float, **kw: Any) -> Iterator[str]:
+    """A server process, its output in ``log``, once its ``/health`` answers 200 (within
+    ``seconds``); stopped at the end."""
     with log.open("w") as out:
-        proc = subprocess.Popen(cmd, cwd=ROOT / "generated", stdout=out, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, **kw)
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            assert proc.poll() is None, log.read_text()
+        deadline = time.monotonic() + seconds
+        while True:  # llama-server answers 503 while its model loads
+            assert proc.poll() is None, log.read_text()[-3000:]
             try:
-                if httpx.get(url + "/health", timeout=1.0).status_code == 200:
+                if httpx.get(url + "/health", timeout=2).status_code == 200:
                     break
             except httpx.HTTPError:
                 pass
-            assert time.monotonic() < deadline, "serve did not start"
+            assert time.monotonic() < deadline, f"{Path(cmd[0]).name} did not come up"
             time.sleep(0.1)
         yield url
     finally:

@@ -11,17 +11,15 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from gateway_support import free_port, stop
+from gateway_support import free_port
 from openai import OpenAI
-from test_clients import serve_logged
+from test_clients import running, serve_logged
 
 from responses_stream import validate_payloads
 
@@ -38,23 +36,8 @@ def llama(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     cmd = [SETUP["server"], "-m", SETUP["model"], "--host", "127.0.0.1", "--port", str(port)]
     cmd += ["--jinja", "--chat-template-file", str(Path(SETUP["templates"]) / TEMPLATE)]
     cmd += ["-np", "1", "-t", "2", "-c", "4096", "--seed", "1"]
-    with log.open("w") as out:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 180
-        while True:  # 503 while the model loads
-            assert proc.poll() is None, log.read_text()[-3000:]
-            try:
-                if httpx.get(url + "/health", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert time.monotonic() < deadline, "llama-server did not come up"
-            time.sleep(0.2)
+    with running(cmd, log, port, 180) as url:
         yield url
-    finally:
-        stop(proc)
 
 
 @pytest.fixture(scope="module")
