@@ -18,7 +18,10 @@ from typing import Any
 
 import httpx
 import jsonschema
+import pytest
+from gateway_upstream import ModelUpstream
 from http_support import serve
+from openai import OpenAI
 from starlette.applications import Starlette
 
 from responses_stream._runtime.gateway.app import create_app
@@ -63,6 +66,28 @@ def ws_turn(ws: Any, frame: Mapping[str, Any]) -> list[dict[str, Any]]:
             return events
         if event["type"] == "error" and "sequence_number" not in event:
             return events  # a WebSocketErrorEvent: the turn never started
+
+
+@pytest.fixture(scope="module")
+def upstream() -> Iterator[tuple[str, ModelUpstream]]:
+    """The scripted model upstream on a free port (a test module imports this fixture)."""
+    fake = ModelUpstream()
+    with fake.serve() as url:
+        yield url, fake
+
+
+@pytest.fixture(scope="module")
+def gw(upstream: tuple[str, ModelUpstream]) -> Iterator[str]:
+    """The gateway in front of ``upstream``, with a memory store."""
+    with gateway(upstream[0] + "/v1") as url:
+        yield url
+
+
+def sdk(url: str, base: str = "/v1") -> OpenAI:
+    """The strict openai client, without retries, for the gateway at ``url``."""
+    return OpenAI(
+        base_url=url + base, api_key="sk-client", max_retries=0, _strict_response_validation=True
+    )
 
 
 def free_port() -> int:

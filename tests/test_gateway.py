@@ -4,16 +4,14 @@ against the gateway over real HTTP on 127.0.0.1, in front of a fake model upstre
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import openai
 import pytest
-from gateway_support import event_errors, gateway, schema_errors, ws_turn
+from gateway_support import event_errors, gateway, schema_errors, sdk, ws_turn
 from gateway_upstream import ModelUpstream
 from http_support import check_stream, parse_sse
-from openai import OpenAI
 from websockets.sync.client import connect
 
 import responses_stream as rs
@@ -29,25 +27,6 @@ WEATHER = {
         "required": ["location"],
     },
 }
-
-
-@pytest.fixture(scope="module")
-def upstream() -> Iterator[tuple[str, ModelUpstream]]:
-    fake = ModelUpstream()
-    with fake.serve() as url:
-        yield url, fake
-
-
-@pytest.fixture(scope="module")
-def gw(upstream: tuple[str, ModelUpstream]) -> Iterator[str]:
-    with gateway(upstream[0] + "/v1") as url:
-        yield url
-
-
-def sdk(url: str, base: str = "/v1") -> OpenAI:
-    return OpenAI(
-        base_url=url + base, api_key="sk-client", max_retries=0, _strict_response_validation=True
-    )
 
 
 def text_of(response: Any) -> str:

@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from gateway_support import gateway, serve_process, ws_turn
+from gateway_support import serve_process, ws_turn
 from gateway_upstream import ModelUpstream, Recorded
 from http_support import check_stream, parse_sse
 from openai.types.chat.completion_create_params import CompletionCreateParamsStreaming
@@ -35,19 +34,6 @@ REFERENCED_TYPES = {"rs_": "reasoning", "msg_": "message", "fc_": "function_call
 def captured(name: str) -> dict[str, Any]:
     body: dict[str, Any] = json.loads((CLIENTS / f"{name}.json").read_text(encoding="utf-8"))
     return body
-
-
-@pytest.fixture(scope="module")
-def upstream() -> Iterator[tuple[str, ModelUpstream]]:
-    fake = ModelUpstream()
-    with fake.serve() as url:
-        yield url, fake
-
-
-@pytest.fixture(scope="module")
-def gw(upstream: tuple[str, ModelUpstream]) -> Iterator[str]:
-    with gateway(upstream[0] + "/v1") as url:
-        yield url
 
 
 def strict_errors(events: list[dict[str, Any]]) -> list[str]:

@@ -9,41 +9,20 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import openai
 import pytest
-from gateway_support import gateway
+from gateway_support import gateway, sdk
 from gateway_upstream import MIDSTREAM_ERROR, PIECE, REASONING, ModelUpstream, token_logprob
 from http_support import check_stream, parse_sse
-from openai import OpenAI
 
 import responses_stream as rs
 
 CHAT_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")
 LONG = "lookup_" + "x" * 63  # 70 characters
 LOGPROBS = "message.output_text.logprobs"
-
-
-@pytest.fixture(scope="module")
-def upstream() -> Iterator[tuple[str, ModelUpstream]]:
-    fake = ModelUpstream()
-    with fake.serve() as url:
-        yield url, fake
-
-
-@pytest.fixture(scope="module")
-def gw(upstream: tuple[str, ModelUpstream]) -> Iterator[str]:
-    with gateway(upstream[0] + "/v1") as url:
-        yield url
-
-
-def sdk(url: str, base: str = "/v1") -> OpenAI:
-    return OpenAI(
-        base_url=url + base, api_key="sk-client", max_retries=0, _strict_response_validation=True
-    )
 
 
 def stream_events(gw: str, base: str, body: dict[str, Any]) -> list[dict[str, Any]]:

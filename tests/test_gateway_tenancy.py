@@ -28,13 +28,6 @@ ALICE, BOB = "Bearer sk-alice-0123456789", "Bearer sk-bob-9876543210"
 KEYS = ("gk-first-key-0123456789abcdef", "gk-second-key-fedcba9876543210")
 
 
-@pytest.fixture(scope="module")
-def upstream() -> Iterator[tuple[str, ModelUpstream]]:
-    fake = ModelUpstream()
-    with fake.serve() as url:
-        yield url, fake
-
-
 def store_url(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> str:
     if kind == "sqlite":
         return f"sqlite:///{tmp_path / 'tenancy.db'}"
