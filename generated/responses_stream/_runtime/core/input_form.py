@@ -114,13 +114,16 @@ def _refuse(head: bytes, source: Iterator[bytes]) -> None:
     raise AssertionError("unreachable")
 
 
-async def asse_from_input(
-    blocks: AsyncIterable[bytes], input: str = "auto"
-) -> AsyncIterator[bytes]:
+def asse_from_input(blocks: AsyncIterable[bytes], input: str = "auto") -> AsyncIterator[bytes]:
     """``sse_from_input`` for an async source (never strict); closing it closes the
-    source."""
+    source.  SSE said to be SSE is the source itself, as in ``sse_from_input``."""
     _check(input)
-    source = aiter(blocks)
+    if input == "sse":
+        return aiter(blocks)
+    return _asse(aiter(blocks), input)
+
+
+async def _asse(source: AsyncIterator[bytes], input: str) -> AsyncIterator[bytes]:
     try:
         found = None if input == "auto" else input
         head = b""
