@@ -24,7 +24,8 @@
   the next and nothing depends on the request.  Model names containing ``scripted``
   answer instead as the small model above would answer the same conversation, its
   chat stream converted to a Responses stream (:func:`chat_body_of`).
-- ``GET /v1/models`` (or ``/models``): one model, ``fake-model``.
+- ``GET /v1/models`` (or ``/models``): its models (by default one, ``fake-model``), and
+  ``GET /v1/models/{id}`` one of them.
 
 Model names starting with a fault name script it, on both POST routes:
 ``fake-429`` (429 with ``Retry-After: 7``), ``fake-500`` (500), ``fake-cut`` (a few
@@ -65,10 +66,6 @@ JSON_ANSWER = '{"answer": "ok"}'
 CUSTOM_INPUT = "example input"
 SLOW_DELAY = 0.2
 CUT_AFTER = 6  # chunks (or events) sent before a fake-cut stream is cut
-MODELS = {
-    "object": "list",
-    "data": [{"id": "fake-model", "object": "model", "created": CREATED_AT, "owned_by": "fake"}],
-}
 RATE_LIMIT_ERROR = {
     "error": {
         "message": "Rate limit reached",
@@ -504,8 +501,12 @@ class ModelUpstream:
         *,
         text_recording: str = TEXT_RECORDING,
         tool_recording: str = TOOL_RECORDING,
+        models: Sequence[str] = ("fake-model",),
     ) -> None:
         self.delay = delay
+        self.models = [
+            {"id": m, "object": "model", "created": CREATED_AT, "owned_by": "fake"} for m in models
+        ]
         self.text_recording, self.tool_recording = text_recording, tool_recording
         self._requests: list[Recorded] = []
         self._lock = threading.Lock()
@@ -518,6 +519,8 @@ class ModelUpstream:
                 Route("/responses", self._responses, methods=chat),
                 Route("/v1/models", self._models, methods=["GET"]),
                 Route("/models", self._models, methods=["GET"]),
+                Route("/v1/models/{model:path}", self._model, methods=["GET"]),
+                Route("/models/{model:path}", self._model, methods=["GET"]),
             ]
         )
 
@@ -576,7 +579,15 @@ class ModelUpstream:
 
     async def _models(self, request: Request) -> Response:
         await self._record(request)
-        return JSONResponse(MODELS)
+        return JSONResponse({"object": "list", "data": self.models})
+
+    async def _model(self, request: Request) -> Response:
+        await self._record(request)
+        name = request.path_params["model"]
+        for model in self.models:
+            if model["id"] == name:
+                return JSONResponse(model)
+        return error_response(404, f"The model '{name}' does not exist", "model")
 
     async def _chat(self, request: Request) -> Response:
         number, body = await self._record(request)

@@ -302,6 +302,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         ) from None
     options = ServeOptions(
         upstream=args.upstream,
+        config=args.config,
         host=args.host,
         port=args.port,
         store=args.store,
@@ -417,7 +418,9 @@ stored responses) from an upstream Chat Completions server, and a Chat
 Completions API (/v1/chat/completions) from an upstream Responses server.
 Base URLs: /v1 (OpenAI dialect) and /openresponses/v1 (Open Responses dialect).
 The upstream key comes from UPSTREAM_API_KEY; without it, each client's own
-Authorization header is forwarded.
+Authorization header is forwarded. With --config, requests are routed by model
+to the file's upstreams, each naming the variable that holds its key; a model
+no route takes is a 404 model_not_found.
 """
 
 SERVE_EXAMPLES = """\
@@ -425,6 +428,7 @@ examples:
   {prog} serve --upstream http://127.0.0.1:8000/v1
   UPSTREAM_API_KEY=... {prog} serve --upstream https://api.example.com/v1 --port 9000
   {prog} serve --upstream http://127.0.0.1:8000/v1 --store redis://127.0.0.1:6379/0
+  {prog} serve --config gateway.yaml
 
 stores: sqlite:///FILE (default, a file in the current folder), redis://host:port/db,
 memory: (lost on restart)
@@ -568,8 +572,16 @@ def build_parser() -> argparse.ArgumentParser:
     c.set_defaults(func=cmd_to_chat)
 
     g = command("serve", "run the gateway (needs the gateway extra)", SERVE, SERVE_EXAMPLES)
-    g.add_argument(
-        "--upstream", required=True, metavar="URL", help="the upstream API's base URL (.../v1)"
+    where = g.add_mutually_exclusive_group(required=True)
+    where.add_argument(
+        "--upstream", metavar="URL", help="the upstream API's base URL (.../v1), for every model"
+    )
+    where.add_argument(
+        "--config",
+        metavar="FILE",
+        help="a YAML file of upstreams (each with its URL, key variable, dialect, reasoning"
+        " field, hosted-tools policy and timeouts) and model routes (exact names, globs,"
+        " renames, a default)",
     )
     g.add_argument("--host", default="127.0.0.1", help="the address to listen on")
     g.add_argument("--port", type=int, default=8080, help="the port to listen on")

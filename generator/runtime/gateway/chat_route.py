@@ -31,8 +31,10 @@ async def chat_completions(gw: Gateway, request: Request) -> Response:
             raise bad_request(
                 "'stream_options.include_usage' must be a boolean", "stream_options.include_usage"
             )
+        route = gw.router.route(body.get("model"), "chat")
         upstream_body = responses_request(body)
-        stream = gw.upstream.stream(
+        upstream_body["model"] = route.model
+        stream = route.client.stream(
             "/responses",
             upstream_body,
             gw.forwarded(request.headers.get("authorization")),
@@ -41,7 +43,7 @@ async def chat_completions(gw: Gateway, request: Request) -> Response:
         await stream.open()
     except GatewayError as exc:
         return error_response(exc)
-    reasoning = cast(ReasoningMode, gw.config.reasoning_field)
+    reasoning = cast(ReasoningMode, route.settings.reasoning_field)
     model = upstream_body.get("model")
     if streaming:
         frames = achat_sse_from_responses(

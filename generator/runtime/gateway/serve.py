@@ -19,7 +19,8 @@ log = logging.getLogger("responses_stream.gateway")
 
 @dataclass(frozen=True)
 class ServeOptions:
-    upstream: str
+    upstream: str | None = None
+    config: str | None = None  # a config file (upstreams and model routes)
     host: str = "127.0.0.1"
     port: int = 8080
     store: str = DEFAULT_STORE
@@ -38,6 +39,7 @@ def build(options: ServeOptions) -> Starlette:
     """The app ``options`` describe; ValueError for a bad one (one line)."""
     return create_app(
         options.upstream,
+        config_file=options.config,
         store=options.store,
         connect_timeout=options.connect_timeout,
         read_timeout=options.read_timeout,
@@ -66,22 +68,21 @@ def run(options: ServeOptions) -> None:
     logging.basicConfig(level=options.log_level.upper(), format="%(levelname)s: %(message)s")
     for handler in logging.getLogger().handlers:
         handler.addFilter(RedactSecrets())
-    if gw.config.api_key:
-        key = "the configured key"
-    elif gw.config.api_keys:
-        key = "no key (none is configured; clients use gateway keys)"
-    else:
-        key = "the client's Authorization"
     if gw.config.api_keys:
         log.info("gateway keys: %d (each a tenant of its own)", len(gw.config.api_keys))
+    for settings in gw.router.settings.values():
+        if settings.api_key:
+            key = "its configured key"
+        elif gw.config.api_keys:
+            key = "no key (none is configured; clients use gateway keys)"
+        else:
+            key = "the client's Authorization"
+        log.info("upstream %s: %s (sending %s)", settings.name, settings.url, key)
     log.info(
-        "gateway for %s (sending %s), store %s, on http://%s:%d: "
-        "/v1 (openai), /openresponses/v1 (openresponses)",
-        gw.config.upstream,
-        key,
-        gw.store.url,
+        "gateway on http://%s:%d, store %s: /v1 (openai), /openresponses/v1 (openresponses)",
         options.host,
         options.port,
+        gw.store.url,
     )
     uvicorn.run(
         app,

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
 
 from .config import GatewayConfig
+from .routing import Router, UpstreamSettings
 from .store import Store
 from .tenancy import Caller, Tenancy
 from .upstream import Upstream
@@ -12,10 +13,31 @@ from .upstream import Upstream
 
 @dataclass
 class Gateway:
+    """``routes``: the upstreams by model; without it, ``upstream`` (set up by the
+    config's upstream settings) serves every model."""
+
     config: GatewayConfig
-    upstream: Upstream
+    upstream: Upstream | None
     store: Store
     _tenancy: Tenancy | None = field(default=None, repr=False)
+    routes: InitVar[Router | None] = None
+    router: Router = field(init=False)
+
+    def __post_init__(self, routes: Router | None) -> None:
+        if routes is not None:
+            self.router = routes
+            return
+        if self.upstream is None or self.config.upstream is None:
+            raise ValueError("the gateway needs an upstream or routes")
+        settings = UpstreamSettings(
+            "upstream",
+            self.config.upstream,
+            self.config.api_key,
+            reasoning_field=self.config.reasoning_field,
+            hosted_tools=self.config.hosted_tools,
+            timeouts=self.config.timeouts,
+        )
+        self.router = Router.single(settings, self.upstream)
 
     async def tenancy(self) -> Tenancy:
         """The tenancy rules (its secret read from the store the first time)."""

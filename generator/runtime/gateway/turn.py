@@ -25,6 +25,7 @@ from .context import ConnectionCache, load_context
 from .errors import bad_request
 from .items import normalize_input, with_ids
 from .references import resolve_references
+from .routing import Routed
 from .store import Store, StoredResponse
 from .tenancy import Caller
 from .upstream import Upstream, UpstreamStream
@@ -169,10 +170,12 @@ async def plan_turn(
     dialect: str,
     *,
     caller: Caller,
+    route: Routed,
     cache: ConnectionCache | None = None,
     missing_status: int = 404,
 ) -> Turn:
-    """Check and translate one create body; :class:`GatewayError` for what cannot be served."""
+    """Check and translate one create body for the upstream ``route`` names (the model
+    sent is the route's); :class:`GatewayError` for what cannot be served."""
     check_create_body(body)
     inputs = normalize_input(body.get("input"))
     inputs = await resolve_references(store, inputs, caller=caller, cache=cache)
@@ -191,10 +194,11 @@ async def plan_turn(
     chat = translate(
         body,
         [*context, *inputs],
-        reasoning_field=config.reasoning_field,
+        reasoning_field=route.settings.reasoning_field,
         context_len=len(context),
-        hosted_tools=config.hosted_tools,
+        hosted_tools=route.settings.hosted_tools,
     )
+    chat.body["model"] = route.model
     if chat.dropped:
         log.info("left out of the upstream request (hosted tools): %s", ", ".join(chat.dropped))
     keep = body.get("store")

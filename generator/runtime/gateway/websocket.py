@@ -86,13 +86,21 @@ async def _turn(
             raise bad_request("'generate' must be a boolean", "generate")
         for name in ("type", *IGNORED):
             body.pop(name, None)
+        route = gw.router.route(body.get("model"), "responses")
         turn = await plan_turn(
-            gw.config, gw.store, body, dialect, caller=caller, cache=cache, missing_status=400
+            gw.config,
+            gw.store,
+            body,
+            dialect,
+            caller=caller,
+            route=route,
+            cache=cache,
+            missing_status=400,
         )
         if generate is False:
             turn.prewarm()
         else:
-            await turn.start(gw.upstream, caller.upstream_authorization)
+            await turn.start(route.client, caller.upstream_authorization)
     except GatewayError as exc:
         if isinstance(previous, str):
             cache.evict(previous)

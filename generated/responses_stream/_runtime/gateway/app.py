@@ -5,7 +5,7 @@
   dialect (a client picks one with its base URL alone).  Under each:
   ``POST /responses`` (and its WebSocket mode), ``POST /responses/compact``,
   ``GET``/``DELETE /responses/{id}``, ``GET /responses/{id}/input_items`` and
-  ``GET /models`` (passed through to the upstream).
+  ``GET /models`` (the routed models; with one upstream, its own list).
 - ``POST /v1/chat/completions``: served from the upstream's ``/responses``.
 - ``GET /health``: answers without touching the upstream.
 
@@ -52,7 +52,7 @@ def create_app(gw: Gateway) -> Starlette:
         try:
             yield
         finally:
-            await gw.upstream.aclose()
+            await gw.router.aclose()
             await gw.store.close()
 
     return Starlette(
@@ -112,15 +112,22 @@ def _bind(handler: Callable[[Gateway, Request], Awaitable[Response]], gw: Gatewa
 
 
 async def _models(gw: Gateway, request: Request) -> Response:
-    """The upstream's model list (or one model), as it answers."""
+    """The models: with one upstream, its own list (or model) as it answers; with routes,
+    the routed models (one of them: as its upstream describes it, under the routed name)."""
     model = request.path_params.get("model")
-    path = "/models" if model is None else f"/models/{model}"
+    forwarded = gw.forwarded(request.headers.get("authorization"))
+    router = gw.router
     try:
-        forwarded = gw.forwarded(request.headers.get("authorization"))
-        status, body = await gw.upstream.get(path, forwarded)
+        if router.is_single:
+            path = "/models" if model is None else f"/models/{model}"
+            client = next(iter(router.clients.values()))
+            status, body = await client.get(path, forwarded)
+            return JSONResponse(body, status)
+        if model is None:
+            return JSONResponse({"object": "list", "data": await router.models(forwarded)})
+        return JSONResponse(await router.model(model, forwarded))
     except GatewayError as exc:
         return error_response(exc)
-    return JSONResponse(body, status)
 
 
 async def _health(request: Request) -> Response:

@@ -17,6 +17,7 @@ from starlette.applications import Starlette
 
 from .app import create_app as app_for
 from .config import GatewayConfig
+from .config_file import load_config
 from .state import Gateway
 from .store import open_store
 from .tenancy import gateway_keys
@@ -30,8 +31,9 @@ DEFAULT_MAX_BODY = 32 * 1024 * 1024
 
 
 def create_app(
-    upstream: str,
+    upstream: str | None = None,
     *,
+    config_file: str | None = None,
     store: str = DEFAULT_STORE,
     api_key: str | None = None,
     connect_timeout: float = 10.0,
@@ -44,7 +46,9 @@ def create_app(
     legacy_records: str = "hidden",
 ) -> Starlette:
     """The gateway for the chat completions server at ``upstream`` (its ``/v1`` base
-    URL), keeping stored responses in ``store`` (a URL, see ``open_store``).
+    URL), or for the upstreams and model routes of ``config_file`` (see
+    ``config_file.load_config``; its upstreams' settings replace the per-upstream
+    arguments here), keeping stored responses in ``store`` (a URL, see ``open_store``).
 
     ``api_key`` is sent upstream instead of each client's ``Authorization`` (default:
     the ``UPSTREAM_API_KEY`` environment variable, if set).  ``api_keys`` are the
@@ -58,7 +62,13 @@ def create_app(
     app is mounted.  ``app.state.gateway`` holds its settings, upstream and store.
     ValueError (one line) for a bad setting.
     """
+    if (upstream is None) == (config_file is None):
+        raise ValueError("give the upstream or a config file, not both")
     listed = os.environ.get(GATEWAY_KEYS_ENV) if api_keys is None else None
+    keys = gateway_keys(api_keys or (), listed)
+    loaded = load_config(config_file) if config_file is not None else None
+    if loaded is not None:
+        keys = tuple(dict.fromkeys([*keys, *loaded.api_keys]))
     config = GatewayConfig(
         upstream=upstream,
         api_key=api_key if api_key is not None else os.environ.get(API_KEY_ENV) or None,
@@ -66,12 +76,16 @@ def create_app(
         max_body_bytes=max_body_bytes,
         reasoning_field=reasoning_field,
         hosted_tools=hosted_tools,
-        api_keys=gateway_keys(api_keys or (), listed),
+        api_keys=keys,
         tenant_secret=tenant_secret or os.environ.get(TENANT_SECRET_ENV) or None,
         legacy_records=legacy_records,
     )
-    client = Upstream(config.upstream, api_key=config.api_key, timeouts=config.timeouts)
-    gw = Gateway(config=config, upstream=client, store=open_store(store))
+    if loaded is not None:
+        gw = Gateway(config=config, upstream=None, store=open_store(store), routes=loaded.router)
+    else:
+        assert config.upstream is not None
+        client = Upstream(config.upstream, api_key=config.api_key, timeouts=config.timeouts)
+        gw = Gateway(config=config, upstream=client, store=open_store(store))
     app = app_for(gw)
     app.state.gateway = gw
     return app

@@ -23,6 +23,7 @@ from .http import error_response, read_json
 from .items import normalize_input, with_ids
 from .references import resolve_references
 from .responses_routes import final_answer
+from .routing import Routed
 from .state import Gateway
 from .turn import Turn, new_response_id
 
@@ -40,11 +41,7 @@ async def compact(gw: Gateway, request: Request, dialect: str) -> Response:
         for name in body:
             if name not in FIELDS:
                 raise unknown_parameter(name)
-        model = body.get("model")
-        if not isinstance(model, str) or not model:
-            raise GatewayError(
-                400, "'model' is required", code="missing_required_parameter", param="model"
-            )
+        route = gw.router.route(body.get("model"), "responses")
         caller = await gw.caller(request.headers.get("authorization"))
         items = normalize_input(body.get("input"))
         items = with_ids(await resolve_references(gw.store, items, caller=caller))
@@ -53,8 +50,8 @@ async def compact(gw: Gateway, request: Request, dialect: str) -> Response:
             limit = gw.config.max_chain
             context = await load_context(gw.store, previous, caller=caller, max_chain=limit)
             items = [*context, *items]
-        turn = _summary_turn(gw, body, items, dialect)
-        await turn.start(gw.upstream, caller.upstream_authorization)
+        turn = _summary_turn(route, body, items, dialect)
+        await turn.start(route.client, caller.upstream_authorization)
     except GatewayError as exc:
         return error_response(exc)
     async for _ in turn.frames():
@@ -87,7 +84,7 @@ async def compact(gw: Gateway, request: Request, dialect: str) -> Response:
 
 
 def _summary_turn(
-    gw: Gateway, body: dict[str, Any], items: list[dict[str, Any]], dialect: str
+    route: Routed, body: dict[str, Any], items: list[dict[str, Any]], dialect: str
 ) -> Turn:
     ask = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": PROMPT}]}
     request: dict[str, Any] = {"model": body["model"]}
@@ -97,10 +94,11 @@ def _summary_turn(
     chat_body = chat_request(
         request,
         [*items, ask],
-        reasoning_field=gw.config.reasoning_field,
-        hosted_tools=gw.config.hosted_tools,
+        reasoning_field=route.settings.reasoning_field,
+        hosted_tools=route.settings.hosted_tools,
     )
     chat_body.pop("tools", None)
+    chat_body["model"] = route.model
     return Turn(
         body=request,
         dialect=dialect,

@@ -16,7 +16,8 @@ REASONING_FIELDS = ("reasoning_content", "reasoning")
 class GatewayConfig:
     """What ``serve`` is told on its command line.
 
-    ``upstream``: the upstream API's base URL (``http://host:port/v1``);
+    ``upstream``: the upstream API's base URL (``http://host:port/v1``), when one
+    upstream serves every model (else the gateway has routes, see ``routing``);
     ``api_key``: sent upstream instead of the client's own ``Authorization``;
     ``max_body_bytes``: the largest request body taken (413 beyond);
     ``reasoning_field``: where earlier reasoning goes in chat messages sent upstream,
@@ -32,7 +33,7 @@ class GatewayConfig:
     ``shared``: everyone).
     """
 
-    upstream: str
+    upstream: str | None = None
     api_key: str | None = None
     timeouts: Timeouts = field(default_factory=Timeouts)
     max_body_bytes: int = 32 * 1024 * 1024
@@ -46,7 +47,7 @@ class GatewayConfig:
     legacy_records: str = "hidden"
 
     def __post_init__(self) -> None:
-        if not self.upstream.startswith(("http://", "https://")):
+        if self.upstream is not None and not self.upstream.startswith(("http://", "https://")):
             raise ValueError(
                 f"the upstream must be an http:// or https:// URL, not {self.upstream!r}"
             )

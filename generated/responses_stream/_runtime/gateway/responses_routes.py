@@ -22,9 +22,10 @@ async def create(gw: Gateway, request: Request, dialect: str) -> Response:
     """A response, streamed when ``stream`` is true, else its final Response as JSON."""
     try:
         body = await read_json(request, gw.config.max_body_bytes)
+        route = gw.router.route(body.get("model"), "responses")
         caller = await gw.caller(request.headers.get("authorization"))
-        turn = await plan_turn(gw.config, gw.store, body, dialect, caller=caller)
-        await turn.start(gw.upstream, caller.upstream_authorization)
+        turn = await plan_turn(gw.config, gw.store, body, dialect, caller=caller, route=route)
+        await turn.start(route.client, caller.upstream_authorization)
     except GatewayError as exc:
         return error_response(exc)
     headers = dropped_tools_headers(turn.dropped)
