@@ -99,12 +99,19 @@ def free_port() -> int:
 
 @contextmanager
 def serve_process(
-    upstream: str, *args: str, env: Mapping[str, str] | None = None, timeout: float = 20.0
+    upstream: str | None,
+    *args: str,
+    env: Mapping[str, str] | None = None,
+    timeout: float = 20.0,
+    output: list[str] | None = None,
 ) -> Iterator[tuple[str, subprocess.Popen[str]]]:
-    """``python -m responses_stream serve --upstream URL ARGS`` on a free port; yields its
-    base URL and the process, and stops it (SIGTERM) at the end."""
+    """``python -m responses_stream serve --upstream URL ARGS`` (no ``--upstream`` when
+    ``upstream`` is None: ``ARGS`` hold ``--config``) on a free port; yields its base URL
+    and the process, and stops it (SIGTERM) at the end, then adds what it wrote to
+    ``output``, if given."""
     port = free_port()
-    cmd = [sys.executable, "-m", "responses_stream", "serve", "--upstream", upstream]
+    cmd = [sys.executable, "-m", "responses_stream", "serve"]
+    cmd += ["--upstream", upstream] if upstream is not None else []
     cmd += ["--port", str(port), "--log-level", "warning", *args]
     proc = subprocess.Popen(
         cmd,
@@ -132,6 +139,8 @@ def serve_process(
     finally:
         stop(proc)
         if proc.stdout:
+            if output is not None:
+                output.append(proc.stdout.read())
             proc.stdout.close()
 
 

@@ -14,7 +14,7 @@ import jsonschema
 import openai
 import pytest
 import yaml
-from gateway_support import ROOT
+from gateway_support import ROOT, serve_process
 from gateway_upstream import ModelUpstream
 from http_support import serve
 
@@ -275,3 +275,23 @@ def test_the_json_schema_agrees_with_the_loader() -> None:
     for case in ("url not a string", "unknown field", "bad dialect", "negative timeout"):
         assert list(validator.iter_errors(yaml.safe_load(BROKEN[case][0]))) != [], case
     assert list(validator.iter_errors(yaml.safe_load(BROKEN["no upstreams"][0]))) != []
+
+
+def test_serve_routes_by_the_file_it_was_given(tmp_path: Path) -> None:
+    local, provider = ModelUpstream(), ModelUpstream(models=["gpt-x1"])
+    path = tmp_path / "gateway.yaml"
+    with local.serve() as a, provider.serve() as b:
+        path.write_text(CONFIG.format(local=a, provider=b), encoding="utf-8")
+        env = {KEY_ENV: "provider-secret"}
+        with serve_process(None, "--config", str(path), "--store", "memory:", env=env) as (
+            url,
+            _,
+        ):
+            client = openai.OpenAI(base_url=url + "/v1", api_key="k")
+            assert client.responses.create(model="fast", input="hi").status == "completed"
+            assert client.responses.create(model="gpt-x1", input="hi").status == "completed"
+            assert sorted(m.id for m in client.models.list().data)[:2] == ["fast", "gpt-x1"]
+    assert [r.body["model"] for r in local.requests] == ["local-small"]
+    assert [r.authorization for r in provider.requests if r.method == "POST"] == [
+        "Bearer provider-secret"
+    ]

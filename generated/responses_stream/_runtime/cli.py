@@ -316,6 +316,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         tenant_secret=args.tenant_secret,
         legacy_records=args.legacy_records,
         log_level=args.log_level,
+        log_format=args.log_format,
     )
     try:
         run(options)
@@ -649,6 +650,12 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["critical", "error", "warning", "info", "debug"],
         default="info",
         help="how much the server logs",
+    )
+    g.add_argument(
+        "--log-format",
+        choices=["text", "json"],
+        default="text",
+        help="log lines as text or as JSON objects (time, level, logger, message, request_id)",
     )
     g.set_defaults(func=cmd_serve)
     return parser

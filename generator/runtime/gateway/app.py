@@ -6,17 +6,20 @@
   ``GET``/``DELETE /responses/{id}``, ``GET /responses/{id}/input_items`` and
   ``GET /models`` (the routed models; with one upstream, its own list).
 - ``POST /v1/chat/completions``: served from the upstream's ``/responses``.
-- ``GET /health``: answers without touching the upstream.
+- ``GET /health``: answers without touching the upstream; ``GET /metrics``: the
+  Prometheus metrics (``metrics``).  Neither needs a gateway key.
+
+Every answer carries ``x-request-id`` (``request_ids``).
 
 Every error is the OpenAI error shape, unknown paths and methods included.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import Any
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -31,6 +34,10 @@ from .chat_route import chat_completions
 from .compact import compact
 from .errors import GatewayError
 from .http import error_response
+from .metrics import CONTENT_TYPE as METRICS_TYPE
+from .metrics import MeteredStore, Metrics
+from .observe import Observe
+from .request_ids import RequestIds
 from .responses_routes import create, delete, input_items, retrieve
 from .state import Gateway
 from .tenancy import KeyCheck
@@ -44,7 +51,12 @@ Handler = Callable[[Request], Awaitable[Response]]
 
 
 def create_app(gw: Gateway) -> Starlette:
-    """The ASGI app serving ``gw``; closing it closes the upstream client and the store."""
+    """The ASGI app serving ``gw``; closing it closes the upstream clients and the store.
+    Its metrics are ``app.state.metrics``; ``gw.store`` is then metered."""
+    metrics = Metrics()
+    gw.store = MeteredStore(gw.store, metrics)
+    for name, client in gw.router.clients.items():
+        client.observer = functools.partial(metrics.upstream_error, name)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -54,12 +66,21 @@ def create_app(gw: Gateway) -> Starlette:
             await gw.router.aclose()
             await gw.store.close()
 
-    return Starlette(
-        routes=routes(gw),
-        middleware=[Middleware(KeyCheck, keys=gw.config.api_keys)],
+    async def serve_metrics(request: Request) -> Response:
+        return Response(metrics.exposition(), media_type=METRICS_TYPE)
+
+    app = Starlette(
+        routes=[*routes(gw), Route("/metrics", serve_metrics, methods=["GET"])],
+        middleware=[
+            Middleware(RequestIds),
+            Middleware(Observe, metrics=metrics),
+            Middleware(KeyCheck, keys=gw.config.api_keys),
+        ],
         lifespan=lifespan,
-        exception_handlers={HTTPException: _http_error, Exception: _internal_error},
+        exception_handlers={HTTPException: _http_error},
     )
+    app.state.metrics = metrics
+    return app
 
 
 def routes(gw: Gateway) -> list[BaseRoute]:
@@ -137,10 +158,4 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
     message = {404: "no such route", 405: "method not allowed"}.get(exc.status_code, exc.detail)
     error = GatewayError(exc.status_code, f"{message}: {request.method} {request.url.path}")
-    return error_response(error)
-
-
-async def _internal_error(request: Request, exc: Exception) -> Response:
-    log.exception("internal error on %s %s", request.method, request.url.path)
-    error: Any = GatewayError(500, "internal error in the gateway", code="internal_error")
     return error_response(error)

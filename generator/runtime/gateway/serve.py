@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import copy
 import logging
+import logging.config
 from dataclasses import dataclass
-from typing import Any
 
 import uvicorn
 from starlette.applications import Starlette
 
 from .asgi import DEFAULT_MAX_BODY, DEFAULT_STORE, create_app
-from .errors import RedactSecrets
+from .logs import log_config
 from .state import Gateway
 
 log = logging.getLogger("responses_stream.gateway")
@@ -33,6 +32,7 @@ class ServeOptions:
     tenant_secret: str | None = None
     legacy_records: str = "hidden"
     log_level: str = "info"
+    log_format: str = "text"  # or "json": one JSON object per line
 
 
 def build(options: ServeOptions) -> Starlette:
@@ -52,22 +52,11 @@ def build(options: ServeOptions) -> Starlette:
     )
 
 
-def log_config() -> dict[str, Any]:
-    """uvicorn's own logging setup, with every handler masking keys and tokens."""
-    config: dict[str, Any] = copy.deepcopy(uvicorn.config.LOGGING_CONFIG)
-    config["filters"] = {"redact": {"()": RedactSecrets}}
-    for handler in config["handlers"].values():
-        handler["filters"] = ["redact"]
-    return config
-
-
 def run(options: ServeOptions) -> None:
     """Serve until interrupted."""
+    logging.config.dictConfig(log_config(options.log_level, options.log_format))
     app = build(options)
     gw: Gateway = app.state.gateway
-    logging.basicConfig(level=options.log_level.upper(), format="%(levelname)s: %(message)s")
-    for handler in logging.getLogger().handlers:
-        handler.addFilter(RedactSecrets())
     if gw.config.api_keys:
         log.info("gateway keys: %d (each a tenant of its own)", len(gw.config.api_keys))
     for settings in gw.router.settings.values():
@@ -79,7 +68,7 @@ def run(options: ServeOptions) -> None:
             key = "the client's Authorization"
         log.info("upstream %s: %s (sending %s)", settings.name, settings.url, key)
     log.info(
-        "gateway on http://%s:%d, store %s: /v1 (openai), /openresponses/v1 (openresponses)",
+        "gateway on http://%s:%d (store %s): /v1 (openai), /openresponses/v1 (openresponses)",
         options.host,
         options.port,
         gw.store.url,
@@ -89,7 +78,7 @@ def run(options: ServeOptions) -> None:
         host=options.host,
         port=options.port,
         log_level=options.log_level,
-        log_config=log_config(),
+        log_config=None,  # set up above
         ws="websockets-sansio",
         lifespan="on",
         # longer than clients keep idle connections (the openai SDK: 5 s), so a client

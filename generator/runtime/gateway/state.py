@@ -30,7 +30,7 @@ class Gateway:
         if self.upstream is None or self.config.upstream is None:
             raise ValueError("the gateway needs an upstream or routes")
         settings = UpstreamSettings(
-            "upstream",
+            "default",
             self.config.upstream,
             self.config.api_key,
             reasoning_field=self.config.reasoning_field,

@@ -18,6 +18,7 @@ from typing import Any
 
 from .errors import GatewayError
 from .items import require_model
+from .request_ids import note_route
 from .upstream import Timeouts, Upstream
 
 log = logging.getLogger("responses_stream.gateway")
@@ -126,6 +127,7 @@ class Router:
                 code="unsupported_api",
                 param="model",
             )
+        note_route(model, name)
         return Routed(settings, self.clients[name], sent)
 
     async def models(self, authorization: str | None) -> list[dict[str, Any]]:

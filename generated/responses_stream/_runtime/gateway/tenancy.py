@@ -30,7 +30,7 @@ from .store import StoredResponse
 
 ANONYMOUS = "anonymous"
 LEGACY_POLICIES = ("hidden", "shared")
-OPEN_PATHS = ("/health",)  # answered without a key
+OPEN_PATHS = ("/health", "/metrics")  # answered without a key
 
 
 def bearer(authorization: str | None) -> str | None:

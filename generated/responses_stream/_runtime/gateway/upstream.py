@@ -4,8 +4,8 @@
 Before the first event reaches the client, every upstream failure is a
 :class:`GatewayError` for the gateway to answer with: an upstream HTTP error keeps
 its status, its message and its retry headers (``Retry-After``, ``retry-after-ms``,
-``x-should-retry``), so an SDK raises the matching error and retries what it
-retries; a refused connection or a broken answer is 502, a connect or read timeout
+``x-should-retry``; its ``x-request-id`` as ``x-upstream-request-id``), so an SDK
+raises the matching error and retries what it retries; a refused connection or a broken answer is 502, a connect or read timeout
 504.  After the first event a failure is an :class:`UpstreamInterrupted`, which the
 conversions turn into ``error`` + ``response.failed`` (or an error chunk).
 
@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,9 +29,13 @@ import httpx
 
 from ..core.sse_parse import SSEMessage, aparse_sse
 from .errors import GatewayError
+from .request_ids import HEADER as REQUEST_ID_HEADER
+from .request_ids import current_request_id
 
 # Upstream response headers an error answer passes on to the client.
-PASSED_HEADERS = ("retry-after", "retry-after-ms", "x-should-retry", "x-request-id")
+PASSED_HEADERS = ("retry-after", "retry-after-ms", "x-should-retry")
+# the upstream's own request id, passed on beside the gateway's
+UPSTREAM_REQUEST_ID = "x-upstream-request-id"
 ERROR_BODY_LIMIT = 64 * 1024
 JSON_BODY_LIMIT = 8 * 1024 * 1024
 
@@ -81,6 +85,8 @@ class Upstream:
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self._api_key = api_key
+        # told each failure's kind (the error code, http_<status>, stream_error)
+        self.observer: Callable[[str], None] | None = None
         self.timeouts = timeouts or Timeouts()
         limits = httpx.Limits(max_connections=None, max_keepalive_connections=256)
         self.client = client or httpx.AsyncClient(
@@ -91,10 +97,29 @@ class Upstream:
         return f"Upstream({self.base_url!r})"
 
     def headers(self, authorization: str | None) -> dict[str, str]:
-        """The request headers: the configured key, else the client's authorization."""
+        """The request headers: the configured key, else the client's authorization; the
+        request's id."""
+        headers = {}
         if self._api_key:
-            return {"authorization": f"Bearer {self._api_key}"}
-        return {"authorization": authorization} if authorization else {}
+            headers["authorization"] = f"Bearer {self._api_key}"
+        elif authorization:
+            headers["authorization"] = authorization
+        rid = current_request_id()
+        if rid is not None:
+            headers[REQUEST_ID_HEADER] = rid
+        return headers
+
+    def failed(self, kind: str) -> None:
+        """Tell the observer of a failure."""
+        if self.observer is not None:
+            self.observer(kind)
+
+    def failed_with(self, error: GatewayError, kind: str | None = None) -> GatewayError:
+        """``error``, once the observer was told of it: of ``kind``, by default the code of
+        a failure the gateway names (``upstream_...``), else ``http_<status>``."""
+        code = error.code or ""
+        self.failed(kind or (code if code.startswith("upstream_") else f"http_{error.status}"))
+        return error
 
     def stream(
         self, path: str, body: Mapping[str, Any], authorization: str | None, *, terminal: bool
@@ -108,6 +133,12 @@ class Upstream:
 
     async def get(self, path: str, authorization: str | None) -> tuple[int, dict[str, Any]]:
         """GET ``path``: its status and JSON body; :class:`GatewayError` when it fails."""
+        try:
+            return await self._get(path, authorization)
+        except GatewayError as exc:
+            raise self.failed_with(exc) from None
+
+    async def _get(self, path: str, authorization: str | None) -> tuple[int, dict[str, Any]]:
         url = self.base_url + path
         try:
             response = await self.client.send(
@@ -180,8 +211,15 @@ class UpstreamStream:
         self._response: httpx.Response | None = None
         self._messages: AsyncIterator[SSEMessage] | None = None
         self._first: SSEMessage | None = None
+        self._kind: str | None = None  # a failure's kind, where its code does not say
 
     async def open(self) -> None:
+        try:
+            await self._open()
+        except GatewayError as exc:
+            raise self.upstream.failed_with(exc, self._kind) from None
+
+    async def _open(self) -> None:
         up = self.upstream
         client = up.client
         content = json.dumps(self.body, ensure_ascii=False).encode()
@@ -211,6 +249,7 @@ class UpstreamStream:
         error = error_object(self._first)
         if error is not None:
             await self.aclose()
+            self._kind = "stream_error"
             raise stream_error(error)
 
     async def _next_message(self) -> SSEMessage | None:
@@ -247,26 +286,37 @@ class UpstreamStream:
         yield first.data
         try:
             async for message in self._messages:
-                yield _error_frame(message) if message.event == "error" else message.data
+                if message.event == "error":
+                    self.upstream.failed("stream_error")
+                    yield _error_frame(message)
+                    continue
+                data = message.data
+                if data.startswith('{"error"'):  # a chat upstream's error chunk
+                    self.upstream.failed("stream_error")
+                yield data
         except httpx.TimeoutException:
-            raise UpstreamInterrupted(
+            raise self._interrupted(
                 f"the upstream sent nothing for {self.upstream.timeouts.read:g}s",
                 "upstream_timeout",
             ) from None
         except httpx.HTTPError as exc:
-            raise UpstreamInterrupted(
+            raise self._interrupted(
                 f"the upstream stream broke off: {describe(exc)}", "upstream_disconnected"
             ) from None
         except ValueError as exc:  # the SSE parser's caps
-            raise UpstreamInterrupted(
+            raise self._interrupted(
                 f"the upstream sent a bad event stream: {exc}", "upstream_bad_stream"
             ) from None
         finally:
             await self.aclose()
         if self.terminal:
-            raise UpstreamInterrupted(
+            raise self._interrupted(
                 "the upstream stream ended before its terminal event", "upstream_disconnected"
             )
+
+    def _interrupted(self, message: str, code: str) -> UpstreamInterrupted:
+        self.upstream.failed(code)
+        return UpstreamInterrupted(message, code)
 
     async def aclose(self) -> None:
         response = self._response
@@ -306,6 +356,8 @@ async def _status_error(response: httpx.Response) -> GatewayError:
     except httpx.HTTPError:
         raw = b""
     headers = {k: response.headers[k] for k in PASSED_HEADERS if k in response.headers}
+    if REQUEST_ID_HEADER in response.headers:
+        headers[UPSTREAM_REQUEST_ID] = response.headers[REQUEST_ID_HEADER]
     error = _error_of(raw)
     if error is None:
         text = raw.decode("utf-8", "replace").strip()

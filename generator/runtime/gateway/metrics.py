@@ -1,0 +1,163 @@
+"""The gateway's Prometheus metrics, served on ``GET /metrics`` (text format).
+
+Made with ``prometheus-client``.  With ``PROMETHEUS_MULTIPROC_DIR`` set (an empty
+folder, before the processes start), every worker process writes its values there
+and ``/metrics`` adds them up, whichever worker answers; without it, one process
+keeps them in memory.
+
+- ``responses_stream_requests_total{route, dialect, model, status}``: requests
+  answered (a stream: once it ended); ``model`` is the model asked for once it was
+  routed, else empty, so clients cannot grow the label set.
+- ``responses_stream_upstream_errors_total{upstream, kind}``: failures of the
+  upstream (``kind``: the gateway's error code, ``http_<status>`` for an HTTP error,
+  ``stream_error`` for an error the upstream sent inside its stream).
+- ``responses_stream_time_to_first_event_seconds{route}``: from the request to its
+  first streamed event; ``responses_stream_stream_duration_seconds{route}``: to its end.
+- ``responses_stream_events_total{route}``, ``responses_stream_streamed_bytes_total{route}``.
+- ``responses_stream_active_streams``: streams under way.
+- ``responses_stream_store_operations_total{operation, outcome}`` and
+  ``responses_stream_store_seconds{operation}``.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Awaitable
+from typing import Any, TypeVar
+
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+    multiprocess,
+)
+
+from .store import Store, StoredResponse
+
+MULTIPROCESS_ENV = "PROMETHEUS_MULTIPROC_DIR"
+CONTENT_TYPE = CONTENT_TYPE_LATEST
+_LATENCY = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
+_DURATION = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600)
+_STORE = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1)
+T = TypeVar("T")
+
+
+class Metrics:
+    """The gateway's metrics (see the module doc); one per app."""
+
+    def __init__(self) -> None:
+        self.multiprocess = bool(os.environ.get(MULTIPROCESS_ENV))
+        self.registry = CollectorRegistry()
+        # with several processes the values live in files: no registry holds them
+        reg = None if self.multiprocess else self.registry
+        self.requests = Counter(
+            "responses_stream_requests",
+            "Requests answered, by route, dialect, routed model and HTTP status",
+            ["route", "dialect", "model", "status"],
+            registry=reg,
+        )
+        self.upstream_errors = Counter(
+            "responses_stream_upstream_errors",
+            "Upstream failures, by upstream and kind",
+            ["upstream", "kind"],
+            registry=reg,
+        )
+        self.first_event = Histogram(
+            "responses_stream_time_to_first_event_seconds",
+            "From the request to its first streamed event",
+            ["route"],
+            buckets=_LATENCY,
+            registry=reg,
+        )
+        self.duration = Histogram(
+            "responses_stream_stream_duration_seconds",
+            "From the request to the end of its stream",
+            ["route"],
+            buckets=_DURATION,
+            registry=reg,
+        )
+        self.events = Counter(
+            "responses_stream_events", "Events streamed to clients", ["route"], registry=reg
+        )
+        self.bytes = Counter(
+            "responses_stream_streamed_bytes",
+            "Bytes streamed to clients",
+            ["route"],
+            registry=reg,
+        )
+        self.active = Gauge(
+            "responses_stream_active_streams",
+            "Streams under way",
+            registry=reg,
+            multiprocess_mode="livesum",
+        )
+        self.store_operations = Counter(
+            "responses_stream_store_operations",
+            "Store operations, by operation and outcome (ok, error)",
+            ["operation", "outcome"],
+            registry=reg,
+        )
+        self.store_seconds = Histogram(
+            "responses_stream_store_seconds",
+            "Store operation latency",
+            ["operation"],
+            buckets=_STORE,
+            registry=reg,
+        )
+
+    def upstream_error(self, upstream: str, kind: str) -> None:
+        self.upstream_errors.labels(upstream, kind).inc()
+
+    def exposition(self) -> bytes:
+        """The metrics in Prometheus text format (every process's, when there are several)."""
+        if self.multiprocess:
+            registry = CollectorRegistry()
+            multiprocess.MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
+            return generate_latest(registry)
+        return generate_latest(self.registry)
+
+
+class MeteredStore:
+    """A store whose every operation is counted and timed."""
+
+    def __init__(self, store: Store, metrics: Metrics) -> None:
+        self.inner = store
+        self.url = store.url
+        self.metrics = metrics
+
+    async def _timed(self, operation: str, call: Awaitable[T]) -> T:
+        start = time.perf_counter()
+        outcome = "error"
+        try:
+            result = await call
+            outcome = "ok"
+            return result
+        finally:
+            m = self.metrics
+            m.store_operations.labels(operation, outcome).inc()
+            m.store_seconds.labels(operation).observe(time.perf_counter() - start)
+
+    async def put(self, record: StoredResponse) -> None:
+        await self._timed("put", self.inner.put(record))
+
+    async def get(self, response_id: str) -> StoredResponse | None:
+        return await self._timed("get", self.inner.get(response_id))
+
+    async def find_item(self, item_id: str, tenant: str | None = None) -> StoredResponse | None:
+        return await self._timed("find_item", self.inner.find_item(item_id, tenant))
+
+    async def tenant_secret(self) -> bytes:
+        return await self._timed("tenant_secret", self.inner.tenant_secret())
+
+    async def delete(self, response_id: str) -> bool:
+        return await self._timed("delete", self.inner.delete(response_id))
+
+    async def close(self) -> None:
+        await self.inner.close()
+
+    def __getattr__(self, name: str) -> Any:  # what a backend has besides the protocol
+        return getattr(self.inner, name)
