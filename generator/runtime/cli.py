@@ -316,6 +316,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         legacy_records=args.legacy_records,
         log_level=args.log_level,
         log_format=args.log_format,
+        workers=args.workers,
+        shutdown_grace=args.shutdown_grace,
     )
     try:
         run(options)
@@ -649,6 +651,21 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["critical", "error", "warning", "info", "debug"],
         default="info",
         help="how much the server logs",
+    )
+    g.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        metavar="N",
+        help="worker processes (a store they share: sqlite:/// or redis://)",
+    )
+    g.add_argument(
+        "--shutdown-grace",
+        type=float,
+        default=20.0,
+        metavar="S",
+        help="after SIGTERM, how long streams in flight may go on before they are ended"
+        " (error and response.failed, their records written)",
     )
     g.add_argument(
         "--log-format",

@@ -57,6 +57,15 @@ def serve_logged(upstream: str, log: Path) -> Iterator[str]:
 def running(cmd: list[str], log: Path, port: int, seconds: float, **kw: Any) -> Iterator[str]:
     """A server process, its output in ``log``, once its ``/health`` answers 200 (within
     ``seconds``); stopped at the end."""
+    with started(cmd, log, port, seconds, **kw) as (url, _):
+        yield url
+
+
+@contextmanager
+def started(
+    cmd: list[str], log: Path, port: int, seconds: float, **kw: Any
+) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """As :func:`running`, with the process."""
     with log.open("w") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, **kw)
     url = f"http://127.0.0.1:{port}"
@@ -71,7 +80,7 @@ def running(cmd: list[str], log: Path, port: int, seconds: float, **kw: Any) -> 
                 pass
             assert time.monotonic() < deadline, f"{Path(cmd[0]).name} did not come up"
             time.sleep(0.1)
-        yield url
+        yield url, proc
     finally:
         stop(proc)
 

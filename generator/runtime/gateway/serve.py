@@ -1,19 +1,33 @@
-"""``python -m responses_stream serve``: the gateway under uvicorn."""
+"""``python -m responses_stream serve``: the gateway under uvicorn, in one process or in
+``--workers N`` (uvicorn's supervisor; each worker builds the app from the options this
+process was given, passed in :data:`OPTIONS_ENV`).  With several workers the store must
+be one they share (SQLite or Redis), and the metrics go through a folder they share
+(``PROMETHEUS_MULTIPROC_DIR``, a temporary one unless it is set)."""
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import logging
 import logging.config
+import os
+import shutil
+import tempfile
 from dataclasses import dataclass
+from typing import Any
 
 import uvicorn
 from starlette.applications import Starlette
 
 from .asgi import DEFAULT_MAX_BODY, DEFAULT_STORE, create_app
 from .logs import log_config
+from .metrics import MULTIPROCESS_ENV
 from .state import Gateway
 
 log = logging.getLogger("responses_stream.gateway")
+OPTIONS_ENV = "RESPONSES_STREAM_SERVE_OPTIONS"
+# how much longer than the grace period the server waits for the streams it ended
+ENDING_SECONDS = 10.0
 
 
 @dataclass(frozen=True)
@@ -33,6 +47,8 @@ class ServeOptions:
     legacy_records: str = "hidden"
     log_level: str = "info"
     log_format: str = "text"  # or "json": one JSON object per line
+    workers: int = 1
+    shutdown_grace: float = 20.0
 
 
 def build(options: ServeOptions) -> Starlette:
@@ -49,14 +65,60 @@ def build(options: ServeOptions) -> Starlette:
         api_keys=options.api_keys,
         tenant_secret=options.tenant_secret,
         legacy_records=options.legacy_records,
+        shutdown_grace=options.shutdown_grace,
     )
 
 
+def worker_app() -> Starlette:
+    """A worker's app, from the options in :data:`OPTIONS_ENV`."""
+    given: dict[str, Any] = json.loads(os.environ[OPTIONS_ENV])
+    if given.get("api_keys") is not None:
+        given["api_keys"] = tuple(given["api_keys"])
+    return build(ServeOptions(**given))
+
+
 def run(options: ServeOptions) -> None:
-    """Serve until interrupted."""
-    logging.config.dictConfig(log_config(options.log_level, options.log_format))
-    app = build(options)
-    gw: Gateway = app.state.gateway
+    """Serve until interrupted (SIGTERM: gracefully, see ``shutdown``)."""
+    logging_setup = log_config(options.log_level, options.log_format)
+    logging.config.dictConfig(logging_setup)
+    if options.workers < 1:
+        raise ValueError("--workers must be 1 or more")
+    if options.workers > 1 and options.store.startswith("memory:"):
+        raise ValueError(
+            "the memory: store is one per process: with --workers, give a store they share"
+            " (sqlite:///FILE or redis://...)"
+        )
+    app = build(options)  # a bad option fails here, before any worker starts
+    _describe(app.state.gateway, options)
+    settings: dict[str, Any] = {
+        "host": options.host,
+        "port": options.port,
+        "log_level": options.log_level,
+        "log_config": logging_setup,
+        "ws": "websockets-sansio",
+        "lifespan": "on",
+        # longer than clients keep idle connections (the openai SDK: 5 s), so a client
+        # never reuses a connection the server is closing
+        "timeout_keep_alive": 75,
+        "timeout_graceful_shutdown": options.shutdown_grace + ENDING_SECONDS,
+    }
+    if options.workers == 1:
+        uvicorn.run(app, **settings)
+        return
+    made = None
+    if not os.environ.get(MULTIPROCESS_ENV):
+        made = tempfile.mkdtemp(prefix="responses-stream-metrics-")
+        os.environ[MULTIPROCESS_ENV] = made
+    os.environ[OPTIONS_ENV] = json.dumps(dataclasses.asdict(options))
+    try:
+        target = f"{__name__}:worker_app"
+        uvicorn.run(target, factory=True, workers=options.workers, **settings)
+    finally:
+        if made is not None:
+            shutil.rmtree(made, ignore_errors=True)
+
+
+def _describe(gw: Gateway, options: ServeOptions) -> None:
     if gw.config.api_keys:
         log.info("gateway keys: %d (each a tenant of its own)", len(gw.config.api_keys))
     for settings in gw.router.settings.values():
@@ -68,20 +130,11 @@ def run(options: ServeOptions) -> None:
             key = "the client's Authorization"
         log.info("upstream %s: %s (sending %s)", settings.name, settings.url, key)
     log.info(
-        "gateway on http://%s:%d (store %s): /v1 (openai), /openresponses/v1 (openresponses)",
+        "gateway on http://%s:%d (store %s, %d worker%s): /v1 (openai), /openresponses/v1"
+        " (openresponses)",
         options.host,
         options.port,
         gw.store.url,
-    )
-    uvicorn.run(
-        app,
-        host=options.host,
-        port=options.port,
-        log_level=options.log_level,
-        log_config=None,  # set up above
-        ws="websockets-sansio",
-        lifespan="on",
-        # longer than clients keep idle connections (the openai SDK: 5 s), so a client
-        # never reuses a connection the server is closing
-        timeout_keep_alive=75,
+        options.workers,
+        "" if options.workers == 1 else "s",
     )

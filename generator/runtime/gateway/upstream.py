@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import json
 import math
+import socket
+import weakref
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -33,6 +35,20 @@ from .request_ids import current_request_id
 
 # Upstream response headers an error answer passes on to the client.
 PASSED_HEADERS = ("retry-after", "retry-after-ms", "x-should-retry")
+SHUTDOWN_CODE = "gateway_shutdown"
+# the streams reading from an upstream in this process (what a shutdown ends)
+_OPEN: weakref.WeakSet[UpstreamStream] = weakref.WeakSet()
+
+
+def interrupt_streams() -> int:
+    """Cut every upstream stream open in this process: each then fails with
+    ``gateway_shutdown``.  Returns how many there were."""
+    streams = list(_OPEN)
+    for stream in streams:
+        stream.interrupt()
+    return len(streams)
+
+
 # the upstream's own request id, passed on beside the gateway's
 UPSTREAM_REQUEST_ID = "x-upstream-request-id"
 ERROR_BODY_LIMIT = 64 * 1024
@@ -211,6 +227,7 @@ class UpstreamStream:
         self._messages: AsyncIterator[SSEMessage] | None = None
         self._first: SSEMessage | None = None
         self._kind: str | None = None  # a failure's kind, where its code does not say
+        self._shutdown = False  # cut by a shutdown
 
     async def open(self) -> None:
         try:
@@ -233,6 +250,7 @@ class UpstreamStream:
         except httpx.HTTPError as exc:
             raise up._transport_error(exc) from None
         self._response = response
+        _OPEN.add(self)
         try:
             await _check_stream(response)
             self._messages = aparse_sse(response.aiter_bytes())
@@ -265,6 +283,10 @@ class UpstreamStream:
                 code="upstream_timeout",
             ) from None
         except httpx.HTTPError as exc:
+            if self._shutdown:
+                raise GatewayError(
+                    503, "the gateway is shutting down", code=SHUTDOWN_CODE
+                ) from None
             raise GatewayError(
                 502,
                 f"the upstream failed before its first event: {describe(exc)}",
@@ -299,6 +321,11 @@ class UpstreamStream:
                 "upstream_timeout",
             ) from None
         except httpx.HTTPError as exc:
+            if self._shutdown:
+                raise UpstreamInterrupted(
+                    "the gateway shut down before the stream ended (its grace period passed)",
+                    SHUTDOWN_CODE,
+                ) from None
             raise self._interrupted(
                 f"the upstream stream broke off: {describe(exc)}", "upstream_disconnected"
             ) from None
@@ -317,7 +344,22 @@ class UpstreamStream:
         self.upstream.failed(code)
         return UpstreamInterrupted(message, code)
 
+    def interrupt(self) -> None:
+        """Cut the upstream connection under a read in progress (at shutdown): the read
+        ends, and the stream fails with ``gateway_shutdown``."""
+        self._shutdown = True
+        response = self._response
+        stream = response.extensions.get("network_stream") if response is not None else None
+        sock = stream.get_extra_info("socket") if stream is not None else None
+        shutdown = getattr(sock, "shutdown", None)  # a socket, or asyncio's wrapper of one
+        if shutdown is not None:
+            try:
+                shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
     async def aclose(self) -> None:
+        _OPEN.discard(self)
         response = self._response
         if response is not None:
             self._response = None

@@ -10,7 +10,8 @@
 - ``GET /health``: answers without touching the upstream; ``GET /metrics``: the
   Prometheus metrics (``metrics``).  Neither needs a gateway key.
 
-Every answer carries ``x-request-id`` (``request_ids``).
+Every answer carries ``x-request-id`` (``request_ids``).  Served with its lifespan, the
+app ends its streams gracefully on SIGTERM (``shutdown``).
 
 Every error is the OpenAI error shape, unknown paths and methods included.
 """
@@ -40,6 +41,7 @@ from .metrics import MeteredStore, Metrics
 from .observe import Observe
 from .request_ids import RequestIds
 from .responses_routes import create, delete, input_items, retrieve
+from .shutdown import Drain
 from .state import Gateway
 from .tenancy import KeyCheck
 from .websocket import serve_websocket
@@ -59,11 +61,15 @@ def create_app(gw: Gateway) -> Starlette:
     for name, client in gw.router.clients.items():
         client.observer = functools.partial(metrics.upstream_error, name)
 
+    drain = Drain(gw.config.shutdown_grace)
+
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        uninstall = drain.install()
         try:
             yield
         finally:
+            uninstall()
             await gw.router.aclose()
             await gw.store.close()
 

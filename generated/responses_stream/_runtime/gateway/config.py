@@ -30,7 +30,8 @@ class GatewayConfig:
     ``api_keys``: the gateway's own keys (none: the client's credential is forwarded);
     ``tenant_secret``: what tenants are derived with (None: the store's own);
     ``legacy_records``: who sees records from before tenancy (``hidden``: no one,
-    ``shared``: everyone).
+    ``shared``: everyone);
+    ``shutdown_grace``: how long streams in flight may go on after SIGTERM.
     """
 
     upstream: str | None = None
@@ -45,6 +46,7 @@ class GatewayConfig:
     api_keys: tuple[str, ...] = ()
     tenant_secret: str | None = None
     legacy_records: str = "hidden"
+    shutdown_grace: float = 20.0
 
     def __post_init__(self) -> None:
         if self.upstream is not None and not self.upstream.startswith(("http://", "https://")):
@@ -61,6 +63,8 @@ class GatewayConfig:
             raise ValueError("a gateway key must be non-empty, without commas or spaces around")
         if self.tenant_secret is not None and len(self.tenant_secret) < 16:
             raise ValueError("the tenant secret must be at least 16 characters")
+        if not 0 <= self.shutdown_grace < float("inf"):
+            raise ValueError("the shutdown grace period must be a number of seconds, 0 or more")
         if self.max_body_bytes < 1024:
             raise ValueError("the body size limit must be at least 1024 bytes")
 

@@ -1,0 +1,246 @@
+"""Two ``serve`` replicas on one ``redis-server`` behind HAProxy (round robin, health
+checks on ``/health``), all on 127.0.0.1, in front of the scripted upstream.
+
+A conversation whose turns alternate between the replicas continues; one replica is
+killed (SIGKILL) while 50 streams run: every response a client saw complete is
+retrievable through the balancer afterwards, new requests succeed on the other
+replica, and every record in Redis decodes.  The figures of the kill go to
+``docs/scale-out.md``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack
+from dataclasses import dataclass
+from pathlib import Path
+from subprocess import Popen
+from typing import Any
+
+import httpx
+import pytest
+import redis
+from gateway_support import free_port
+from gateway_upstream import ModelUpstream
+from openai import OpenAI
+from redis_server import RedisServer
+from test_clients import ROOT, running, started
+
+from responses_stream._runtime.gateway.store import open_store
+
+HAPROXY = shutil.which("haproxy") or ""
+REDIS = shutil.which("redis-server") or ""
+# .ci/run installs both and sets this: there, a missing one is a failure
+REQUIRED = os.environ.get("RESPONSES_STREAM_REQUIRE_HAPROXY") == "1"
+pytestmark = pytest.mark.skipif(
+    not (HAPROXY and REDIS) and not REQUIRED,
+    reason="needs haproxy and redis-server (Debian's packages)",
+)
+PREFIX = "scale-out:"
+REPORT = ROOT / "docs" / "scale-out.md"
+HAPROXY_CONFIG = """\
+global
+    maxconn 2000
+defaults
+    mode http
+    timeout connect 2s
+    timeout client 60s
+    timeout server 60s
+    retries 2
+    option redispatch
+frontend gateway
+    bind 127.0.0.1:{port}
+    default_backend replicas
+    http-response set-header x-served-by %[srv_name]
+backend replicas
+    balance roundrobin
+    option httpchk GET /health
+    default-server inter 200ms fall 2 rise 2
+    server r1 127.0.0.1:{r1} check
+    server r2 127.0.0.1:{r2} check
+"""
+
+
+@dataclass
+class Cluster:
+    url: str  # the balancer
+    replicas: dict[str, Popen[Any]]  # by HAProxy's server name
+    store: str  # the replicas' store URL
+    upstream: ModelUpstream
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[Cluster]:
+    upstream = ModelUpstream()
+    server = RedisServer(REDIS, tmp_path)
+    server.start()
+    store = f"{server.url}?prefix={PREFIX}"
+    try:
+        with ExitStack() as stack:
+            up = stack.enter_context(upstream.serve()) + "/v1"
+            replicas: dict[str, Popen[Any]] = {}
+            ports = {}
+            for name in ("r1", "r2"):
+                port = free_port()
+                cmd = [sys.executable, "-m", "responses_stream", "serve", "--upstream", up]
+                cmd += ["--port", str(port), "--store", store, "--log-level", "warning"]
+                log = tmp_path / f"{name}.log"
+                _, replicas[name] = stack.enter_context(
+                    started(cmd, log, port, 30, cwd=ROOT / "generated")
+                )
+                ports[name] = port
+            port = free_port()
+            config = tmp_path / "haproxy.cfg"
+            config.write_text(HAPROXY_CONFIG.format(port=port, **ports), encoding="utf-8")
+            cmd = [HAPROXY, "-f", str(config), "-db"]
+            url = stack.enter_context(running(cmd, tmp_path / "haproxy.log", port, 10))
+            _wait_both_up(url)
+            yield Cluster(url, replicas, store, upstream)
+    finally:
+        server.stop()
+
+
+def _wait_both_up(url: str) -> None:
+    """Until HAProxy has seen both replicas healthy (each answers in turn)."""
+    deadline = time.monotonic() + 10
+    while {httpx.get(url + "/health").headers.get("x-served-by") for _ in range(4)} != {
+        "r1",
+        "r2",
+    }:
+        assert time.monotonic() < deadline, "HAProxy did not see both replicas up"
+        time.sleep(0.1)
+
+
+KEY = "scale-out"  # one client: one tenant, who sees all its responses
+AUTH = {"authorization": f"Bearer {KEY}"}
+
+
+def sdk(url: str) -> OpenAI:
+    return OpenAI(base_url=url + "/v1", api_key=KEY, _strict_response_validation=True)
+
+
+def test_a_conversation_alternating_between_replicas_continues(cluster: Cluster) -> None:
+    client = sdk(cluster.url)
+    previous = None
+    served, said = [], []
+    for turn in range(4):
+        raw = client.responses.with_raw_response.create(
+            model="echo", input=f"turn {turn}", previous_response_id=previous
+        )
+        served.append(raw.headers["x-served-by"])
+        answer = raw.parse()
+        said.append(answer.output_text)
+        previous = answer.id
+    assert served in (["r1", "r2", "r1", "r2"], ["r2", "r1", "r2", "r1"])
+    # each turn's model saw the whole conversation, though the other replica kept it
+    for turn in range(4):
+        earlier = [f"user: turn {n}\nassistant: {said[n]}" for n in range(turn)]
+        assert said[turn] == "\n".join([*earlier, f"user: turn {turn}"])
+
+
+def _stream(url: str, n: int, into: dict[int, dict[str, Any]]) -> None:
+    """One slow stream (about 3 s): its terminal response, or how it broke."""
+    body = {"model": "fake-slow", "input": f"stream {n:02d} " + "x" * 20, "stream": True}
+    outcome: dict[str, Any] = {"events": 0}
+    try:
+        with httpx.stream("POST", url + "/v1/responses", json=body, headers=AUTH, timeout=60) as r:
+            outcome["served_by"] = r.headers.get("x-served-by")
+            for line in r.iter_lines():
+                if line.startswith("data: "):
+                    event = json.loads(line[6:])
+                    outcome["events"] += 1
+                    if event["type"].startswith("response.") and "response" in event:
+                        outcome["response"] = event["response"]
+    except httpx.HTTPError as exc:
+        outcome["broke"] = type(exc).__name__
+    into[n] = outcome
+
+
+def _records(store: str) -> dict[str, str]:
+    """Every response record in Redis, decoded by the store itself: id -> status."""
+    client = redis.Redis.from_url(store.split("?")[0])
+    ids = [
+        key.decode()[len(PREFIX) :]
+        for key in client.scan_iter(match=f"{PREFIX}resp_*")
+        if b":item:" not in key
+    ]
+    client.close()
+
+    async def read() -> dict[str, str]:
+        opened = open_store(store)
+        try:
+            found = {}
+            for response_id in ids:
+                record = await opened.get(response_id)
+                assert record is not None, response_id
+                found[response_id] = record.response["status"]
+            return found
+        finally:
+            await opened.close()
+
+    return asyncio.run(read())
+
+
+def test_a_replica_killed_under_load(cluster: Cluster) -> None:
+    outcomes: dict[int, dict[str, Any]] = {}
+    threads = [threading.Thread(target=_stream, args=(cluster.url, n, outcomes)) for n in range(50)]
+    for thread in threads:
+        thread.start()
+    deadline = time.monotonic() + 30
+    while sum(1 for r in cluster.upstream.requests if r.method == "POST") < 50:
+        assert time.monotonic() < deadline, "the streams did not all start"
+        time.sleep(0.02)
+    time.sleep(0.5)  # every stream under way
+    victim = cluster.replicas["r1"]
+    victim.kill()
+    victim.wait(10)
+    for thread in threads:
+        thread.join(60)
+    complete = {
+        n: o["response"]
+        for n, o in outcomes.items()
+        if o.get("response", {}).get("status") == "completed"
+    }
+    cut = sorted(n for n in outcomes if n not in complete)
+    assert len(outcomes) == 50
+    assert complete and cut, "the kill must land while streams run on both replicas"
+    assert {outcomes[n].get("served_by") for n in cut} == {"r1"}
+    # HAProxy sees r1 down within a few checks; what was seen complete is all there
+    client = sdk(cluster.url)
+    retrieved = {n: client.responses.retrieve(r["id"]) for n, r in complete.items()}
+    assert all(
+        retrieved[n].output_text == complete[n]["output"][-1]["content"][0]["text"]
+        for n in complete
+    )
+    fresh = [
+        client.responses.with_raw_response.create(model="fake-model", input=f"after {n}")
+        for n in range(10)
+    ]
+    assert {r.headers["x-served-by"] for r in fresh} == {"r2"}
+    assert all(r.parse().status == "completed" for r in fresh)
+    records = _records(cluster.store)
+    assert all(records[r["id"]] == "completed" for r in complete.values())
+    assert set(records.values()) <= {"completed", "failed", "incomplete"}
+    REPORT.write_text(
+        "# Two replicas behind HAProxy, one killed\n\n"
+        "Written by `make e2e` (`tests/e2e/test_scale_out.py`): two `serve` replicas on one\n"
+        "`redis-server`, behind HAProxy (round robin, `option httpchk GET /health` every\n"
+        "200 ms, `option redispatch`), all on 127.0.0.1. 50 streams of about 3 s run; one\n"
+        "replica is killed with SIGKILL half a second in.\n\n"
+        "| figure | count |\n|---|---|\n"
+        f"| streams started | {len(outcomes)} |\n"
+        f"| completed (seen complete by their client) | {len(complete)} |\n"
+        f"| cut by the kill (all on the killed replica) | {len(cut)} |\n"
+        f"| completed ones retrievable afterwards through the balancer | {len(retrieved)} |\n"
+        f"| new requests after the kill that succeeded (on the other replica) | "
+        f"{sum(1 for r in fresh if r.parse().status == 'completed')} of {len(fresh)} |\n"
+        f"| records in Redis, each decoded by the store | {len(records)} |\n",
+        encoding="utf-8",
+    )
