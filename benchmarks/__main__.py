@@ -17,6 +17,7 @@ from . import (
     bench_memory,
     bench_to_chat,
     bench_validate,
+    bench_workers,
     report,
 )
 from .harness import Report, load
@@ -35,9 +36,10 @@ def main(argv: list[str]) -> int:
     bench_memory.run(r)
     bench_generate.run(r, 1 if quick else 3)
     gateway = bench_gateway.run(r, quick)
+    workers = bench_workers.run(r, quick)
     print("\n" + report.table(r))
     if not quick:
-        report.write(r, load_start, time.time() - start, gateway)
+        report.write(r, load_start, time.time() - start, gateway, workers)
     return 0
 
 

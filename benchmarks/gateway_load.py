@@ -112,3 +112,18 @@ class GatewayLoad:
     @property
     def failures(self) -> list[str]:
         return self.fast.failures + self.paced.failures
+
+
+WORKERS_SECTION = "Gateway workers"
+WORKERS = (1, 2)  # the worker counts set side by side
+
+
+@dataclass
+class WorkersLoad:
+    """``serve --workers N`` for each N of :data:`WORKERS`: its gateway waves."""
+
+    phases: dict[int, Phase]  # by worker count
+
+    @property
+    def failures(self) -> list[str]:
+        return [f for p in self.phases.values() for w in p.waves for f in w.failures]

@@ -15,13 +15,13 @@ from .harness import ROOT, Report, load
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from .gateway_load import GatewayLoad, Phase, Wave
+    from .gateway_load import GatewayLoad, Phase, Wave, WorkersLoad
 
 DOC = ROOT / "docs" / "benchmarks.md"
 PLOT = ROOT / "docs" / "benchmarks.png"
 NOTES = Path(__file__).resolve().parent / "notes.md"
 # Not costs beside baselines: seconds of a whole run, and the gateway's rates and latencies.
-NOT_PLOTTED = ("make generate", "Gateway load")
+NOT_PLOTTED = ("make generate", "Gateway load", "Gateway workers")
 
 
 def _fmt(value: float) -> str:
@@ -223,12 +223,38 @@ def gateway_section(g: GatewayLoad, cores: int | None) -> list[str]:
     return out
 
 
+def workers_section(w: WorkersLoad, cores: int | None) -> list[str]:
+    """The "Gateway workers" section of docs/benchmarks.md."""
+    from .gateway_load import CLIENTS, WORKERS
+
+    one, two = (w.phases[n] for n in WORKERS)
+    ratio = two.median("gateway", lambda x: x.streams_per_s) / one.median(
+        "gateway", lambda x: x.streams_per_s
+    )
+    return [
+        "",
+        "## Gateway workers",
+        "",
+        f"`serve --workers 2` beside `serve` with one worker, both running at once in front "
+        f"of one fake upstream ({one.setup.chunks} deltas a stream, one every "
+        f"{one.setup.label}), their waves of {CLIENTS} concurrent "
+        "streams alternating; each on a SQLite file of its own (`--workers` needs a store "
+        "its processes share; the requests do not store).  Two workers served "
+        f"**{ratio:.2f}×** the streams a second of one (medians over "
+        f"{len(one.waves)} waves each; the rows above give each wave's spread).  On this "
+        f"machine ({cores} cores) the upstream and the clients take their share of the same "
+        "cores, so a second worker has little idle CPU to use: this figure says nothing of "
+        "a machine with cores to spare.",
+    ]
+
+
 def markdown(
     report: Report,
     load_start: str,
     load_end: str,
     elapsed: float,
     gateway: GatewayLoad | None = None,
+    workers: WorkersLoad | None = None,
 ) -> str:
     out = [
         "# Benchmarks",
@@ -288,6 +314,8 @@ def markdown(
         out += ["", *[f"- {n}" for n in report.notes]]
     if gateway is not None:
         out += gateway_section(gateway, os.cpu_count())
+    if workers is not None:
+        out += workers_section(workers, os.cpu_count())
     out += ["", "## Checks made before timing", ""]
     out += [f"- {c}" for c in report.checks]
     if NOTES.exists():
@@ -296,8 +324,12 @@ def markdown(
 
 
 def write(
-    report: Report, load_start: str, elapsed: float, gateway: GatewayLoad | None = None
+    report: Report,
+    load_start: str,
+    elapsed: float,
+    gateway: GatewayLoad | None = None,
+    workers: WorkersLoad | None = None,
 ) -> None:
     plot(report)
-    DOC.write_text(markdown(report, load_start, load(), elapsed, gateway))
+    DOC.write_text(markdown(report, load_start, load(), elapsed, gateway, workers))
     print(f"\nwrote {DOC.relative_to(ROOT)} and {PLOT.relative_to(ROOT)}")
