@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -132,8 +133,8 @@ def responses_client_run(client: OpenAI, model: str) -> tuple[list[Any], str]:
     return events, text
 
 
-def raw_post(url: str, path: str, model: str, **kw: Any) -> httpx.Response:
-    body: dict[str, Any] = {"model": model, "stream": True}
+def raw_post(url: str, path: str, model: str, stream: bool = True, **kw: Any) -> httpx.Response:
+    body: dict[str, Any] = {"model": model, "stream": stream}
     if path == CHAT:
         body["messages"] = [{"role": "user", "content": "hi"}]
     else:
@@ -370,9 +371,28 @@ def test_a_stall_before_the_headers_is_504_and_closes_the_upstream(
     assert record.closed.wait(10), "the gateway kept the stalled upstream connection open"
 
 
+def assert_fails_in_stream(url: str, path: str, model: str, code: str) -> None:
+    """A stream that began (``response.created`` goes out once the upstream accepted the
+    request) and then failed with ``code``, nothing said; the same request not streamed
+    is still a 502 with that code."""
+    if path == CHAT:
+        text, exc, _ = run_client(url, path, model)
+        assert isinstance(exc, openai.APIError), exc
+        assert not isinstance(exc, openai.LengthFinishReasonError)
+        assert (exc.code, text) == (code, "")
+    else:
+        got, text = run_client(url, path, model)
+        assert got[0].type == "response.created"
+        assert [e.type for e in got[-2:]] == ["error", "response.failed"]
+        assert (got[-2].code, text) == (code, "")
+    whole = raw_post(url, path, model, stream=False)
+    assert whole.status_code == 502
+    assert whole.json()["error"]["code"] == code
+
+
 @pytest.mark.parametrize("path", [CHAT, RESPONSES])
 @pytest.mark.parametrize("framing", ["chunked", "length"])
-def test_a_close_before_the_first_event_is_502(
+def test_a_close_before_the_first_event(
     proxied: tuple[str, FaultyUpstream],
     request: pytest.FixtureRequest,
     path: str,
@@ -385,35 +405,61 @@ def test_a_close_before_the_first_event_is_502(
         _name(request),
         Script(pieces=[body[: first // 2]], end="cut", framing=framing, length=len(body)),
     )
-    with pytest.raises(openai.InternalServerError) as caught:
-        run_client(url, path, _name(request))
-    assert caught.value.status_code == 502
-    assert error_body(caught.value)["code"] == "upstream_disconnected"
+    assert_fails_in_stream(url, path, _name(request), "upstream_disconnected")
 
 
 @pytest.mark.parametrize("path", [CHAT, RESPONSES])
-@pytest.mark.parametrize(
-    ("content_type", "body", "code"),
-    [
-        ("application/json", b'{"id": "x", "object": "chat.completion"}', "upstream_not_a_stream"),
-        ("text/event-stream", b"", "upstream_empty"),
-        ("text/event-stream", b": keep-alive\n\nretry: 5\n\n", "upstream_empty"),
-    ],
-)
-def test_an_answer_without_events_is_502(
-    proxied: tuple[str, FaultyUpstream],
-    request: pytest.FixtureRequest,
-    path: str,
-    content_type: str,
-    body: bytes,
-    code: str,
+def test_a_json_answer_is_502(
+    proxied: tuple[str, FaultyUpstream], request: pytest.FixtureRequest, path: str
 ) -> None:
+    """An answer that is not an event stream is known at its headers: an HTTP error."""
     url, fake = proxied
-    fake.script(_name(request), Script(pieces=[body], content_type=content_type))
+    body = b'{"id": "x", "object": "chat.completion"}'
+    fake.script(_name(request), Script(pieces=[body], content_type="application/json"))
     with pytest.raises(openai.InternalServerError) as caught:
         run_client(url, path, _name(request))
     assert caught.value.status_code == 502
-    assert error_body(caught.value)["code"] == code
+    assert error_body(caught.value)["code"] == "upstream_not_a_stream"
+
+
+@pytest.mark.parametrize("path", [CHAT, RESPONSES])
+@pytest.mark.parametrize("body", [b"", b": keep-alive\n\nretry: 5\n\n"])
+def test_an_event_stream_without_events(
+    proxied: tuple[str, FaultyUpstream], request: pytest.FixtureRequest, path: str, body: bytes
+) -> None:
+    url, fake = proxied
+    fake.script(_name(request), Script(pieces=[body]))
+    assert_fails_in_stream(url, path, _name(request), "upstream_empty")
+
+
+def test_response_created_goes_out_when_the_upstream_accepts(
+    proxied: tuple[str, FaultyUpstream], request: pytest.FixtureRequest
+) -> None:
+    """The upstream answers its headers at once and its first event a second later (a
+    long prefill): the client has ``response.created`` and ``response.in_progress``
+    before that second is over, and the stream is whole."""
+    url, fake = proxied
+    events = upstream_events(RESPONSES)
+    fake.script(_name(request), Script(pieces=[b": prefill\n\n", b"".join(events)], delay=1.0))
+    body = {"model": _name(request), "input": "hi", "stream": True}
+    arrived: dict[bytes, float] = {}
+    raw = b""
+    start = time.monotonic()
+    with (
+        httpx.Client(timeout=30) as client,
+        client.stream("POST", url + RESPONSES, json=body) as r,
+    ):
+        for piece in r.iter_raw():
+            raw += piece
+            for name in (b"response.created", b"response.in_progress", b"output_text.delta"):
+                if name in raw:
+                    arrived.setdefault(name, time.monotonic() - start)
+    payloads = [json.loads(frame.split(b"data: ", 1)[1]) for frame in raw.split(b"\n\n") if frame]
+    assert arrived[b"response.created"] < 0.5 and arrived[b"response.in_progress"] < 0.5
+    assert arrived[b"output_text.delta"] >= 1.0
+    assert [str(v) for v in rs.validate_payloads(payloads, strict=True)] == []
+    text = "".join(e["delta"] for e in payloads if e["type"] == "response.output_text.delta")
+    assert payloads[-1]["type"] == "response.completed" and text == "".join(TEXTS)
 
 
 # -- bad requests ---------------------------------------------------------------------

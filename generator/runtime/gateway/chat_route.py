@@ -40,7 +40,7 @@ async def chat_completions(gw: Gateway, request: Request) -> Response:
             gw.forwarded(request.headers.get("authorization")),
             terminal=True,
         )
-        await stream.open()
+        await stream.open(first_event=not streaming)
     except GatewayError as exc:
         return error_response(exc)
     reasoning = cast(ReasoningMode, route.settings.reasoning_field)

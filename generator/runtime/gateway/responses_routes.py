@@ -24,11 +24,12 @@ async def create(gw: Gateway, request: Request, dialect: str) -> Response:
         route = gw.router.route(body.get("model"), "responses")
         caller = await gw.caller(request.headers.get("authorization"))
         turn = await plan_turn(gw.config, gw.store, body, dialect, caller=caller, route=route)
-        await turn.start(route.client, caller.upstream_authorization)
+        streaming = bool(body.get("stream"))
+        await turn.start(route.client, caller.upstream_authorization, first_event=not streaming)
     except GatewayError as exc:
         return error_response(exc)
     headers = dropped_tools_headers(turn.dropped)
-    if body.get("stream"):
+    if streaming:
         return EventStreamResponse(_stream(gw, turn), turn.aclose, headers)
     error: dict[str, Any] | None = None
     async for frame in turn.frames():

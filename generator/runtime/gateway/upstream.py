@@ -229,13 +229,18 @@ class UpstreamStream:
         self._kind: str | None = None  # a failure's kind, where its code does not say
         self._shutdown = False  # cut by a shutdown
 
-    async def open(self) -> None:
+    async def open(self, first_event: bool = True) -> None:
+        """Send the request; return once the upstream accepted it (its status and headers)
+        and, with ``first_event``, once its first event came: a failure up to there is a
+        :class:`GatewayError`.  Without ``first_event``, a stream that ends or fails
+        before its first event fails as any stream that breaks off does (an empty one:
+        ``upstream_empty``; an error as its first event: that error, to the conversion)."""
         try:
-            await self._open()
+            await self._open(first_event)
         except GatewayError as exc:
             raise self.upstream.failed_with(exc, self._kind) from None
 
-    async def _open(self) -> None:
+    async def _open(self, first_event: bool) -> None:
         up = self.upstream
         client = up.client
         content = json.dumps(self.body, ensure_ascii=False).encode()
@@ -254,6 +259,8 @@ class UpstreamStream:
         try:
             await _check_stream(response)
             self._messages = aparse_sse(response.aiter_bytes())
+            if not first_event:
+                return
             self._first = await self._next_message()
         except BaseException:
             await self.aclose()
@@ -301,12 +308,15 @@ class UpstreamStream:
         return self._payloads()
 
     async def _payloads(self) -> AsyncIterator[str]:
-        if self._first is None or self._messages is None:
+        if self._messages is None:
             raise RuntimeError("UpstreamStream.open() must succeed before iterating")
         first, self._first = self._first, None
-        yield first.data
+        seen = first is not None
+        if first is not None:
+            yield first.data
         try:
             async for message in self._messages:
+                seen = True
                 if message.event == "error":
                     self.upstream.failed("stream_error")
                     yield _error_frame(message)
@@ -335,6 +345,10 @@ class UpstreamStream:
             ) from None
         finally:
             await self.aclose()
+        if not seen:
+            raise self._interrupted(
+                "the upstream ended its stream before the first event", "upstream_empty"
+            )
         if self.terminal:
             raise self._interrupted(
                 "the upstream stream ended before its terminal event", "upstream_disconnected"

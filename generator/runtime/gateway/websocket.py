@@ -100,7 +100,7 @@ async def _turn(
         if generate is False:
             turn.prewarm()
         else:
-            await turn.start(route.client, caller.upstream_authorization)
+            await turn.start(route.client, caller.upstream_authorization, first_event=False)
     except GatewayError as exc:
         if isinstance(previous, str):
             cache.evict(previous)

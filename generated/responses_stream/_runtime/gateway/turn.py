@@ -3,8 +3,8 @@
 
 ``plan_turn`` checks and translates the request (every refusal a
 :class:`GatewayError`, before the upstream is called); ``Turn.start`` opens the
-upstream and reads up to its first event (an upstream failure there is still an HTTP
-error with its status); ``Turn.frames`` then yields the SSE frames of the converted
+upstream (an upstream failure there is still an HTTP error with its status: up to its
+headers for a stream, up to its first event for an answer that is not streamed); ``Turn.frames`` then yields the SSE frames of the converted
 stream.  ``Turn.response`` is the final Response, read from the terminal event, so a
 non-streaming answer and a stream can never disagree.
 """
@@ -76,8 +76,15 @@ class Turn:
         output = (self.response or {}).get("output")
         return [*self.context, *self.input_items, *(output if isinstance(output, list) else [])]
 
-    async def start(self, upstream: Upstream, authorization: str | None) -> None:
-        """Open the upstream and the conversion; :class:`GatewayError` when either fails."""
+    async def start(
+        self, upstream: Upstream, authorization: str | None, *, first_event: bool = True
+    ) -> None:
+        """Open the upstream and the conversion; :class:`GatewayError` when either fails.
+
+        A stream (``first_event`` false) starts as soon as the upstream accepted the
+        request, so ``response.created`` goes out at once; an answer that is not
+        streamed waits for the upstream's first event, so a failure up to there is
+        still an HTTP error."""
         stream = upstream.stream("/chat/completions", self.chat_body, authorization, terminal=False)
         frames = cast(
             AsyncGenerator[bytes, None],
@@ -95,7 +102,7 @@ class Turn:
             await frames.aclose()
             raise bad_request(f"invalid request: {exc}", None) from None
         try:
-            await stream.open()
+            await stream.open(first_event)
         except BaseException:
             await frames.aclose()
             raise
