@@ -11,6 +11,7 @@ import time
 
 from . import (
     bench_emit,
+    bench_first_event,
     bench_from_chat,
     bench_gateway,
     bench_generate,
@@ -36,6 +37,7 @@ def main(argv: list[str]) -> int:
     bench_memory.run(r)
     bench_generate.run(r, 1 if quick else 3)
     gateway = bench_gateway.run(r, quick)
+    bench_first_event.run(r, quick)
     workers = bench_workers.run(r, quick)
     print("\n" + report.table(r))
     if not quick:

@@ -51,6 +51,7 @@ class Target:
     op: str  # "<=" or ">="
     bound: float
     note: str = ""
+    unit: str = "×"  # what ``ratio`` and ``bound`` count, when not a ratio (e.g. "ms")
 
     @property
     def met(self) -> bool:

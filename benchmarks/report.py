@@ -49,7 +49,10 @@ def table(report: Report) -> str:
     for t in report.targets:
         bound = "—" if t.bound == float("inf") else f"{t.op} {t.bound:g}"
         verdict = t.note or "" if t.bound == float("inf") else ("met" if t.met else "MISSED")
-        got = f"{t.ratio:.2f} s" if t.label == "seconds" else _ratio(t.ratio)
+        if t.label == "seconds" or t.unit != "×":
+            got = f"{t.ratio:.2f} {'s' if t.label == 'seconds' else t.unit}"
+        else:
+            got = _ratio(t.ratio)
         lines.append(f"{t.section:<20} {t.path:<36} {t.label:<42} {got:>9} {bound:>9}  {verdict}")
     for section, path, mib, detail in report.memory:
         lines.append(f"{section:<20} {path:<36} peak {mib:.1f} MiB ({detail})")
@@ -297,7 +300,7 @@ def markdown(
             bound, verdict = "—", t.note
         else:
             bound, verdict = f"{t.op} {t.bound:g}", "met" if t.met else "**missed**"
-        unit = " s" if t.label == "seconds" else "×"
+        unit = " s" if t.label == "seconds" else ("×" if t.unit == "×" else f" {t.unit}")
         got = f"{t.ratio:.2f}{unit}" if t.ratio < 100 else f"{t.ratio:,.0f}{unit}"
         out.append(f"| {t.section} | {t.path} | {t.label} | {got} | {bound} | {verdict} |")
     if report.memory:

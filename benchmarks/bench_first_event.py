@@ -1,0 +1,120 @@
+"""What the gateway adds to the time to the first event, with 40 concurrent streams.
+
+One fake upstream (``benchmarks.fake_chat_upstream``: its headers at once, then 50 ms
+before each of its 20 chunks, as a model's prefill and tokens) and one gateway, each in
+a process of its own.  A direct wave posts the chat request to the upstream and times
+each stream to the upstream's headers: the moment the gateway can start its stream.  A
+gateway wave posts the Responses request and times each stream to its first event
+(``response.created``).  Waves alternate, direct first, so both see the machine alike;
+each wave's p50 and p99 over its streams are figures, and the gateway adds the
+difference between the medians (over the waves) of each quantile.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import tempfile
+import time
+from contextlib import ExitStack
+from typing import Any
+
+import httpx
+
+from .bench_gateway import free_port, server
+from .gateway_load import SECTION
+from .harness import Report, Target, python
+
+CLIENTS = 40
+CHUNKS = 20
+INTERVAL = 0.05
+BOUND_MS = 5.0  # what the gateway may add at p50
+
+
+async def _one(client: httpx.AsyncClient, url: str, body: dict[str, Any], kind: str) -> float:
+    """ms from the request to the upstream's headers (direct) or the first event (gateway);
+    the stream is then read to its end."""
+    start = time.perf_counter()
+    waited = 0.0
+    async with client.stream("POST", url, json=body) as response:
+        if response.status_code != 200:
+            raise RuntimeError(f"HTTP {response.status_code}")
+        if kind == "direct":
+            waited = time.perf_counter() - start
+        async for piece in response.aiter_raw():
+            if kind == "gateway" and not waited and b"\n\n" in piece:
+                waited = time.perf_counter() - start
+    return waited * 1000
+
+
+async def _wave(kind: str, url: str) -> list[float]:
+    limits = httpx.Limits(max_connections=None, max_keepalive_connections=CLIENTS)
+    async with httpx.AsyncClient(limits=limits, timeout=60, trust_env=False) as client:
+        if kind == "direct":
+            target = f"{url}/v1/chat/completions"
+            bodies: list[dict[str, Any]] = [
+                {"model": "m", "messages": [{"role": "user", "content": f"hi {n}"}], "stream": True}
+                for n in range(CLIENTS)
+            ]
+        else:
+            target = f"{url}/v1/responses"
+            bodies = [
+                {"model": "m", "input": f"hi {n}", "stream": True, "store": False}
+                for n in range(CLIENTS)
+            ]
+        return list(await asyncio.gather(*(_one(client, target, b, kind) for b in bodies)))
+
+
+def _quantile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[round(q * (len(ordered) - 1))]
+
+
+def run(report: Report, quick: bool) -> dict[str, float]:
+    rounds = 2 if quick else 8
+    print(f"\n== {SECTION}: time to the first event, {CLIENTS} concurrent streams ==")
+    waves: dict[str, list[list[float]]] = {"direct": [], "gateway": []}
+    with ExitStack() as stack:
+        up_port, gw_port = free_port(), free_port()
+        upstream, gateway = f"http://127.0.0.1:{up_port}", f"http://127.0.0.1:{gw_port}"
+        up_cmd = [python(), "-m", "benchmarks.fake_chat_upstream", "--port", str(up_port)]
+        up_cmd += ["--chunks", str(CHUNKS), "--interval", str(INTERVAL)]
+        gw_cmd = [python(), "-m", "responses_stream", "serve", "--upstream", f"{upstream}/v1"]
+        gw_cmd += ["--port", str(gw_port), "--store", "memory:", "--log-level", "warning"]
+        up_log = stack.enter_context(tempfile.TemporaryFile())
+        gw_log = stack.enter_context(tempfile.TemporaryFile())
+        stack.enter_context(server(up_cmd, f"{upstream}/health", up_log))
+        stack.enter_context(server(gw_cmd, f"{gateway}/health", gw_log))
+        for n in range(rounds):
+            for kind in ("direct", "gateway") if n % 2 == 0 else ("gateway", "direct"):
+                url = upstream if kind == "direct" else gateway
+                waited = asyncio.run(_wave(kind, url))
+                waves[kind].append(waited)
+                print(
+                    f"  round {n + 1}/{rounds} {kind:<7}: p50 {_quantile(waited, 0.5):6.2f} ms, "
+                    f"p99 {_quantile(waited, 0.99):6.2f} ms"
+                )
+    added = {}
+    for q, name in ((0.5, "p50"), (0.99, "p99")):
+        samples = {
+            "gateway (response.created)": [_quantile(w, q) for w in waves["gateway"]],
+            "upstream direct (headers)": [_quantile(w, q) for w in waves["direct"]],
+        }
+        path = f"{CLIENTS} streams: time to first event {name}"
+        med = report.add(SECTION, path, samples, "ms", ours=("gateway (response.created)",))
+        added[name] = med["gateway (response.created)"] - med["upstream direct (headers)"]
+        print(f"  the gateway added {added[name]:+.2f} ms at {name}")
+    report.targets.append(
+        Target(
+            SECTION,
+            f"{CLIENTS} streams: time to first event",
+            "ms the gateway adds at p50",
+            added["p50"],
+            "<=",
+            BOUND_MS,
+            unit="ms",
+        )
+    )
+    spread = statistics.median(max(w) - min(w) for w in waves["gateway"])
+    print(f"  gateway waves: median spread of a wave {spread:.2f} ms")
+    return added
