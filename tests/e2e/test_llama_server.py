@@ -27,9 +27,8 @@ from typing import Any
 import httpx
 import openai
 import pytest
-from gateway_support import free_port
+from gateway_support import free_port, sdk
 from http_support import serve
-from openai import OpenAI
 from tap import Exchange, Tap
 from test_clients import ROOT, running, serve_logged
 
@@ -79,10 +78,6 @@ def routes(
             log = tmp_path_factory.mktemp("serve") / f"serve-{name}.log"
             found[name] = Route(stack.enter_context(serve_logged(tapped + "/v1", log)), tap)
         yield found
-
-
-def sdk(url: str) -> OpenAI:
-    return OpenAI(base_url=url + "/v1", api_key="e2e", _strict_response_validation=True)
 
 
 def streamed(url: str, body: Mapping[str, Any]) -> list[dict[str, Any]]:

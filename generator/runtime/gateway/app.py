@@ -34,7 +34,7 @@ from ..version import __version__
 from .chat_route import chat_completions
 from .compact import compact
 from .errors import GatewayError
-from .http import error_response
+from .http import DIALECT_PREFIXES, error_response
 from .metrics import CONTENT_TYPE as METRICS_TYPE
 from .metrics import MeteredStore, Metrics
 from .observe import Observe
@@ -47,7 +47,6 @@ from .websocket import serve_websocket
 
 log = logging.getLogger("responses_stream.gateway")
 
-PREFIXES = {"/v1": "openai", "/openresponses/v1": "openresponses"}
 
 Handler = Callable[[Request], Awaitable[Response]]
 
@@ -91,7 +90,7 @@ def create_app(gw: Gateway) -> Starlette:
 
 def routes(gw: Gateway) -> list[BaseRoute]:
     out: list[BaseRoute] = []
-    for prefix, dialect in PREFIXES.items():
+    for prefix, dialect in DIALECT_PREFIXES.items():
         out += _dialect_routes(gw, prefix, dialect)
     out += [
         Route("/v1/chat/completions", _bind(chat_completions, gw), methods=["POST"]),

@@ -12,6 +12,8 @@ from starlette.types import Receive, Scope, Send
 
 from .errors import GatewayError
 
+# The base paths of the gateway's dialects.
+DIALECT_PREFIXES = {"/v1": "openai", "/openresponses/v1": "openresponses"}
 SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
 # Names the tool types left out of the upstream request (``--hosted-tools drop``).
 DROPPED_TOOLS_HEADER = "x-dropped-tools"

@@ -12,15 +12,16 @@ import time
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from .http import DIALECT_PREFIXES
 from .metrics import Metrics
 from .request_ids import current_request
-
-PREFIXES = (("/openresponses/v1", "openresponses"), ("/v1", "openai"))
 
 
 def classify(method: str, path: str, websocket: bool = False) -> tuple[str, str]:
     """The route and dialect labels of a request."""
-    prefix, dialect = next(((p, d) for p, d in PREFIXES if path.startswith(p + "/")), ("", ""))
+    prefix, dialect = next(
+        ((p, d) for p, d in DIALECT_PREFIXES.items() if path.startswith(p + "/")), ("", "")
+    )
     if not prefix:
         return (path[1:] if path in ("/health", "/metrics") else "other"), ""
     rest = path[len(prefix) :]

@@ -22,9 +22,8 @@ from .upstream import Timeouts, Upstream
 
 log = logging.getLogger("responses_stream.gateway")
 
-# What an upstream speaks: Chat Completions (it serves the gateway's Responses API),
-# the Responses API (it serves the gateway's Chat Completions API), or both.
-DIALECTS = ("both", "chat", "responses")
+# The API the gateway was asked on -> what an upstream must speak to serve it: Chat
+# Completions serves the gateway's Responses API, the Responses API its Chat Completions.
 _SERVES = {"responses": ("both", "chat"), "chat": ("both", "responses")}
 
 

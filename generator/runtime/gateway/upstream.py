@@ -1,11 +1,12 @@
 """The upstream server: streaming POSTs and plain GETs, with timeouts and error mapping.
 
-Before the first event reaches the client, every upstream failure is a
-:class:`GatewayError` for the gateway to answer with: an upstream HTTP error keeps
-its status, its message and its retry headers (``Retry-After``, ``retry-after-ms``,
-``x-should-retry``; its ``x-request-id`` as ``x-upstream-request-id``), so an SDK
-raises the matching error and retries what it retries; a refused connection or a broken answer is 502, a connect or read timeout
-504.  After the first event a failure is an :class:`UpstreamInterrupted`, which the
+Until :meth:`UpstreamStream.open` returns (once the upstream's headers came, or its
+first event, see there), every upstream failure is a :class:`GatewayError` for the
+gateway to answer with: an upstream HTTP error keeps its status, its message and its
+retry headers (``Retry-After``, ``retry-after-ms``, ``x-should-retry``; its
+``x-request-id`` as ``x-upstream-request-id``), so an SDK raises the matching error and
+retries what it retries; a refused connection or a broken answer is 502, a connect or
+read timeout 504.  After that a failure is an :class:`UpstreamInterrupted`, which the
 conversions turn into ``error`` + ``response.failed`` (or an error chunk).
 
 The upstream's own errors inside a stream keep their code, type and message (see
@@ -35,6 +36,10 @@ from .request_ids import current_request_id
 
 # Upstream response headers an error answer passes on to the client.
 PASSED_HEADERS = ("retry-after", "retry-after-ms", "x-should-retry")
+# the upstream's own request id, passed on beside the gateway's
+UPSTREAM_REQUEST_ID = "x-upstream-request-id"
+ERROR_BODY_LIMIT = 64 * 1024
+JSON_BODY_LIMIT = 8 * 1024 * 1024
 SHUTDOWN_CODE = "gateway_shutdown"
 # the streams reading from an upstream in this process (what a shutdown ends)
 _OPEN: weakref.WeakSet[UpstreamStream] = weakref.WeakSet()
@@ -47,12 +52,6 @@ def interrupt_streams() -> int:
     for stream in streams:
         stream.interrupt()
     return len(streams)
-
-
-# the upstream's own request id, passed on beside the gateway's
-UPSTREAM_REQUEST_ID = "x-upstream-request-id"
-ERROR_BODY_LIMIT = 64 * 1024
-JSON_BODY_LIMIT = 8 * 1024 * 1024
 
 
 @dataclass(frozen=True)

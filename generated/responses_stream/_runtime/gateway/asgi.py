@@ -64,7 +64,7 @@ def create_app(
     ValueError (one line) for a bad setting.
     """
     if (upstream is None) == (config_file is None):
-        raise ValueError("give the upstream or a config file, not both")
+        raise ValueError("give either the upstream or a config file")
     listed = os.environ.get(GATEWAY_KEYS_ENV) if api_keys is None else None
     keys = gateway_keys(api_keys or (), listed)
     loaded = load_config(config_file) if config_file is not None else None
