@@ -133,7 +133,8 @@ class Upstream:
         """``error``, once the observer was told of it: of ``kind``, by default the code of
         a failure the gateway names (``upstream_...``), else ``http_<status>``."""
         code = error.code or ""
-        self.failed(kind or (code if code.startswith("upstream_") else f"http_{error.status}"))
+        if code != SHUTDOWN_CODE:  # the gateway's own shutdown is no failure of the upstream
+            self.failed(kind or (code if code.startswith("upstream_") else f"http_{error.status}"))
         return error
 
     def stream(
