@@ -10,6 +10,7 @@ import sys
 import time
 
 from . import (
+    bench_chunk_cost,
     bench_emit,
     bench_first_event,
     bench_from_chat,
@@ -37,11 +38,12 @@ def main(argv: list[str]) -> int:
     bench_memory.run(r)
     bench_generate.run(r, 1 if quick else 3)
     gateway = bench_gateway.run(r, quick)
+    cost = bench_chunk_cost.run(r, quick)
     bench_first_event.run(r, quick)
     workers = bench_workers.run(r, quick)
     print("\n" + report.table(r))
     if not quick:
-        report.write(r, load_start, time.time() - start, gateway, workers)
+        report.write(r, load_start, time.time() - start, gateway, workers, cost)
     return 0
 
 

@@ -168,15 +168,18 @@ async def read_stream(
     return out
 
 
-def bodies(kind: str, texts: list[str]) -> list[dict[str, Any]]:
+def bodies(kind: str, texts: list[str], chunks: int | None = None) -> list[dict[str, Any]]:
+    """The requests of a wave; ``chunks`` asks the fake upstream for that many deltas."""
     if kind == "gateway":
-        return [{"model": "m", "input": t, "stream": True, "store": False} for t in texts]
+        limit = {"max_output_tokens": chunks} if chunks else {}
+        return [{"model": "m", "input": t, "stream": True, "store": False, **limit} for t in texts]
     return [
         {
             "model": "m",
             "messages": [{"role": "user", "content": t}],
             "stream": True,
             "stream_options": {"include_usage": True},
+            **({"max_completion_tokens": chunks} if chunks else {}),
         }
         for t in texts
     ]
@@ -193,7 +196,9 @@ class Bench:
         out["client"] = time.process_time()
         return out
 
-    async def wave(self, kind: str) -> Wave:
+    async def wave(self, kind: str, chunks: int | None = None) -> Wave:
+        """One wave of ``kind`` ("gateway" or "direct"), each stream of ``chunks`` deltas
+        (by default the setup's)."""
         # A client of its own: no connection is kept from wave to wave.  Under this load
         # a client reads a stream's end seconds after the server wrote it, so a kept
         # connection can outlive the server's keep-alive (uvicorn's 5 s) and a request
@@ -216,12 +221,12 @@ class Bench:
         async with httpx.AsyncClient(limits=limits, timeout=timeout, trust_env=False) as client:
             cpu0, t0 = self.cpu_now(), time.perf_counter()
             reads = await asyncio.gather(
-                *(read_stream(client, url, b, on_frame) for b in bodies(kind, texts))
+                *(read_stream(client, url, b, on_frame) for b in bodies(kind, texts, chunks))
             )
             seconds = time.perf_counter() - t0
             cpu1 = self.cpu_now()
             sent = (await client.get(f"{self.upstream}/sent")).json()  # the upstream forgets
-        chunks = self.phase.setup.chunks
+        chunks = chunks or self.phase.setup.chunks
         failures: list[str] = []
         latencies: list[int] = []
         streams = events = 0
@@ -241,7 +246,7 @@ class Bench:
                 streams += 1
                 latencies += [a - s for a, s in zip(r.arrivals, times, strict=True)]
         used = {name: cpu1[name] - cpu0[name] for name in cpu0}
-        return Wave(kind, seconds, streams, events, latencies, failures, used)
+        return Wave(kind, seconds, streams, events, latencies, failures, used, chunks)
 
     async def drive(self, schedule: list[str]) -> None:
         phase, pid = self.phase, self.pids["gateway"]
@@ -286,12 +291,17 @@ def schedule(gateway_waves: int, direct_waves: int) -> list[str]:
     return out
 
 
-def run_phase(setup: Setup, gateway_waves: int, direct_waves: int) -> Phase:
+def run_phase(
+    setup: Setup, gateway_waves: int, direct_waves: int, upstream_args: tuple[str, ...] = ()
+) -> Phase:
+    """The waves of one setup, on an upstream and a gateway of their own (the upstream
+    started with ``upstream_args`` besides the setup's)."""
     phase = Phase(setup)
     up_port, gw_port = free_port(), free_port()
     upstream, gateway = f"http://127.0.0.1:{up_port}", f"http://127.0.0.1:{gw_port}"
     up_cmd = [python(), "-m", "benchmarks.fake_chat_upstream", "--port", str(up_port)]
     up_cmd += ["--chunks", str(setup.chunks), "--interval", str(setup.interval)]
+    up_cmd += upstream_args
     gw_cmd = [python(), "-m", "responses_stream", "serve", "--upstream", f"{upstream}/v1"]
     gw_cmd += ["--port", str(gw_port), "--store", "memory:", "--log-level", "warning"]
     with (

@@ -7,7 +7,8 @@ serves it with uvicorn in a process of its own:
   chunk with the role and a reasoning delta, ``--chunks`` delta chunks in all (the first
   quarter ``reasoning_content``, the rest ``content``, a few words each), a chunk with
   ``finish_reason``, a usage chunk and ``data: [DONE]``; ``--interval`` seconds pass
-  before each chunk, as a model emitting tokens.  Every chunk is a standard
+  before each chunk, as a model emitting tokens.  A request's ``max_completion_tokens``
+  (or ``max_tokens``) sets its number of delta chunks instead of ``--chunks``.  Every chunk is a standard
   ``chat.completion.chunk`` with one extra top-level field, ``"t"``: the time it was
   sent (``time.time_ns()``), which chat clients and the gateway ignore;
 - the send times of each stream's delta chunks are kept under the text of the request's
@@ -15,6 +16,12 @@ serves it with uvicorn in a process of its own:
   ns) and forgets them, so a client that reads the stream through the gateway, which
   drops ``"t"``, can still match its k-th delta event to the k-th delta chunk sent;
 - ``GET /health`` answers 200.
+
+With ``--starlette`` the same answers come from a Starlette app that streams with a
+``StreamingResponse`` over an async generator and encodes each chunk as it sends it
+(``json.dumps``), the way FastAPI and Starlette servers (vLLM's, SGLang's and most
+Python ones) stream, with the cheapest encoder of the standard library: a server of
+that stack, for figures that set the gateway's cost beside such an upstream's own.
 """
 
 from __future__ import annotations
@@ -64,13 +71,15 @@ class Script:
             "system_fingerprint": None,
         }
         self.deltas: list[bytes] = []
+        self.chunks: list[dict[str, Any]] = []  # the same, to encode as sent
         for k in range(chunks):
             field = "reasoning_content" if k < reasoning else "content"
             delta: dict[str, Any] = {field: _words(k)}
             if k == 0:
                 delta = {"role": "assistant", **delta}
             choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": None}
-            self.deltas.append(_chunk_prefix({**base, "choices": [choice]}))
+            self.chunks.append({**base, "choices": [choice]})
+            self.deltas.append(_chunk_prefix(self.chunks[-1]))
         finish = {"index": 0, "delta": {}, "logprobs": None, "finish_reason": "stop"}
         usage = {
             "prompt_tokens": 8,
@@ -78,8 +87,28 @@ class Script:
             "total_tokens": 8 + chunks * 2,
             "completion_tokens_details": {"reasoning_tokens": reasoning * 2},
         }
-        self.finish = _chunk_prefix({**base, "choices": [finish]})
-        self.usage = _chunk_prefix({**base, "choices": [], "usage": usage})
+        self.ends = [{**base, "choices": [finish]}, {**base, "choices": [], "usage": usage}]
+        self.finish, self.usage = (_chunk_prefix(chunk) for chunk in self.ends)
+
+
+class Scripts:
+    """The script of each stream length, made once: ``--chunks`` unless the request
+    sets its ``max_completion_tokens`` (or ``max_tokens``)."""
+
+    def __init__(self, chunks: int) -> None:
+        self.default = chunks
+        self.made: dict[int, Script] = {}
+
+    def of(self, body: Any) -> Script:
+        chunks = self.default
+        for name in ("max_completion_tokens", "max_tokens"):
+            value = body.get(name) if isinstance(body, dict) else None
+            if type(value) is int and value > 0:
+                chunks = value
+                break
+        if chunks not in self.made:
+            self.made[chunks] = Script(chunks)
+        return self.made[chunks]
 
 
 def _key(body: Any) -> str:
@@ -96,7 +125,7 @@ def _key(body: Any) -> str:
 
 
 def create_app(chunks: int, interval: float) -> Any:
-    script = Script(chunks)
+    scripts = Scripts(chunks)
     sent: dict[str, list[int]] = {}
 
     async def read_body(receive: Any) -> bytes:
@@ -111,7 +140,7 @@ def create_app(chunks: int, interval: float) -> Any:
         await send({"type": "http.response.start", "status": status, "headers": JSON_HEADERS})
         await send({"type": "http.response.body", "body": body})
 
-    async def stream(send: Any, key: str) -> None:
+    async def stream(send: Any, key: str, script: Script) -> None:
         times = sent.setdefault(key, [])
         await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
         for prefix in script.deltas:
@@ -142,7 +171,7 @@ def create_app(chunks: int, interval: float) -> Any:
             except ValueError:
                 await answer(send, 400, b'{"error":{"message":"bad JSON"}}')
                 return
-            await stream(send, _key(body))
+            await stream(send, _key(body), scripts.of(body))
         elif method == "GET" and path == "/sent":
             out = json.dumps(sent).encode()
             sent.clear()
@@ -155,6 +184,56 @@ def create_app(chunks: int, interval: float) -> Any:
     return app
 
 
+def create_starlette_app(chunks: int, interval: float) -> Any:
+    """The same answers from a Starlette app (see the module's doc)."""
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse, Response, StreamingResponse
+    from starlette.routing import Route
+
+    scripts = Scripts(chunks)
+    sent: dict[str, list[int]] = {}
+
+    def frame(chunk: dict[str, Any], t: int) -> bytes:
+        return b"data: " + json.dumps({**chunk, "t": t}, separators=(",", ":")).encode() + b"\n\n"
+
+    async def frames(key: str, script: Script) -> Any:
+        times = sent.setdefault(key, [])
+        for chunk in script.chunks:
+            await asyncio.sleep(interval)
+            t = time.time_ns()
+            times.append(t)
+            yield frame(chunk, t)
+        for chunk in script.ends:
+            await asyncio.sleep(interval)
+            yield frame(chunk, time.time_ns())
+        yield b"data: [DONE]\n\n"
+
+    async def completions(request: Request) -> Response:
+        try:
+            body = json.loads(await request.body())
+        except ValueError:
+            return JSONResponse({"error": {"message": "bad JSON"}}, 400)
+        stream = frames(_key(body), scripts.of(body))
+        return StreamingResponse(stream, media_type="text/event-stream")
+
+    async def take_sent(request: Request) -> Response:
+        out = dict(sent)
+        sent.clear()
+        return JSONResponse(out)
+
+    async def health(request: Request) -> Response:
+        return JSONResponse({"status": "ok"})
+
+    return Starlette(
+        routes=[
+            Route("/v1/chat/completions", completions, methods=["POST"]),
+            Route("/sent", take_sent),
+            Route("/health", health),
+        ]
+    )
+
+
 def main(argv: list[str] | None = None) -> None:
     import uvicorn
 
@@ -163,9 +242,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--chunks", type=int, default=200, help="delta chunks a stream")
     parser.add_argument("--interval", type=float, default=0.005, help="seconds between chunks")
+    parser.add_argument(
+        "--starlette", action="store_true", help="a Starlette app with a StreamingResponse"
+    )
     args = parser.parse_args(argv)
+    make = create_starlette_app if args.starlette else create_app
     uvicorn.run(
-        create_app(args.chunks, args.interval),
+        make(args.chunks, args.interval),
         host=args.host,
         port=args.port,
         log_level="warning",

@@ -42,6 +42,7 @@ class Wave:
     latencies: list[int]  # ns, send → arrival, every delta event of a correct stream
     failures: list[str]
     cpu: dict[str, float]  # process ("gateway", "upstream", "client") → CPU seconds
+    chunks: int = 0  # delta chunks a stream
 
     @property
     def events_per_s(self) -> float:
@@ -127,3 +128,44 @@ class WorkersLoad:
     @property
     def failures(self) -> list[str]:
         return [f for p in self.phases.values() for w in p.waves for f in w.failures]
+
+
+# The gateway's CPU a chunk (bench_chunk_cost): rounds of a short and a long wave.
+COST_BOUND = 2.0  # the gateway's CPU a chunk / the upstream's
+SHORT, LONG = 25, 125  # delta chunks a stream in the two waves of a round
+COST_SETUP = Setup("alone", SHORT, 0.05)
+
+
+@dataclass
+class Round:
+    """The short and the long wave of one round, of one kind."""
+
+    short: Wave
+    long: Wave
+
+    def per_chunk(self, process: str) -> float:
+        """µs of ``process``'s CPU a delta chunk: the waves' difference over the chunks."""
+        extra = CLIENTS * (LONG - SHORT)
+        return (self.long.cpu[process] - self.short.cpu[process]) / extra * 1e6
+
+    def per_stream(self, process: str) -> float:
+        """µs of ``process``'s CPU a stream costs besides its chunks."""
+        return self.short.cpu[process] / CLIENTS * 1e6 - self.per_chunk(process) * SHORT
+
+    def whole(self) -> float:
+        """The gateway's CPU over the upstream's over the long wave, nothing taken out."""
+        return self.long.cpu["gateway"] / self.long.cpu["upstream"]
+
+
+@dataclass
+class ChunkCost:
+    gateway: list[Round] = field(default_factory=list)
+    direct: list[Round] = field(default_factory=list)
+
+    def ratios(self) -> list[float]:
+        return [r.per_chunk("gateway") / r.per_chunk("upstream") for r in self.gateway]
+
+    @property
+    def failures(self) -> list[str]:
+        waves = [w for r in self.gateway + self.direct for w in (r.short, r.long)]
+        return [f"{w.kind} wave: {f}" for w in waves for f in w.failures]

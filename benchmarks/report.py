@@ -15,7 +15,7 @@ from .harness import ROOT, Report, load
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from .gateway_load import GatewayLoad, Phase, Wave, WorkersLoad
+    from .gateway_load import ChunkCost, GatewayLoad, Phase, Wave, WorkersLoad
 
 DOC = ROOT / "docs" / "benchmarks.md"
 PLOT = ROOT / "docs" / "benchmarks.png"
@@ -226,6 +226,46 @@ def gateway_section(g: GatewayLoad, cores: int | None) -> list[str]:
     return out
 
 
+def cost_section(c: ChunkCost) -> list[str]:
+    """The "CPU a chunk" part of the gateway's section of docs/benchmarks.md."""
+    import statistics
+
+    from .gateway_load import CLIENTS, COST_BOUND, COST_SETUP, LONG, SHORT
+
+    def spread(values: list[float], fmt: str = "{:.0f}") -> str:
+        mid = fmt.format(statistics.median(values))
+        return f"{mid} ({fmt.format(min(values))}-{fmt.format(max(values))})"
+
+    rounds = c.gateway
+    ratios = c.ratios()
+    met = statistics.median(ratios) <= COST_BOUND
+    return [
+        "",
+        "## Gateway CPU a chunk",
+        "",
+        f"The gateway in front of a Starlette upstream (`fake_chat_upstream --starlette`: a "
+        "`StreamingResponse` on uvicorn, each chunk encoded with `json.dumps` as it is sent, "
+        f"the stack of most Python inference servers), {CLIENTS} concurrent streams, a chunk "
+        f"every {COST_SETUP.label} so that each comes alone.  Each round a wave of {SHORT} deltas a "
+        f"stream and one of {LONG}; each process's CPU (`/proc`) over the {LONG - SHORT} "
+        "deltas a stream more is its cost a chunk, what a stream costs once cancelled out.",
+        "",
+        "| | gateway | upstream |",
+        "| --- | ---: | ---: |",
+        f"| CPU a delta chunk, µs | {spread([r.per_chunk('gateway') for r in rounds])} | "
+        f"{spread([r.per_chunk('upstream') for r in rounds])} |",
+        f"| CPU a stream besides its chunks, µs | "
+        f"{spread([r.per_stream('gateway') for r in rounds])} | "
+        f"{spread([r.per_stream('upstream') for r in rounds])} |",
+        "",
+        f"Gateway / upstream a chunk: **{spread(ratios, '{:.2f}')}×** over {len(ratios)} "
+        f"rounds (target ≤ {COST_BOUND:g}: {'met' if met else '**missed**'}); over a whole stream "
+        f"of {LONG} deltas, nothing taken out: {spread([r.whole() for r in rounds], '{:.2f}')}×.  "
+        "The upstream read directly by the clients spent "
+        f"{spread([r.per_chunk('upstream') for r in c.direct])} µs a chunk.",
+    ]
+
+
 def workers_section(w: WorkersLoad, cores: int | None) -> list[str]:
     """The "Gateway workers" section of docs/benchmarks.md."""
     from .gateway_load import CLIENTS, WORKERS
@@ -258,6 +298,7 @@ def markdown(
     elapsed: float,
     gateway: GatewayLoad | None = None,
     workers: WorkersLoad | None = None,
+    cost: ChunkCost | None = None,
 ) -> str:
     out = [
         "# Benchmarks",
@@ -317,6 +358,8 @@ def markdown(
         out += ["", *[f"- {n}" for n in report.notes]]
     if gateway is not None:
         out += gateway_section(gateway, os.cpu_count())
+    if cost is not None:
+        out += cost_section(cost)
     if workers is not None:
         out += workers_section(workers, os.cpu_count())
     out += ["", "## Checks made before timing", ""]
@@ -332,7 +375,8 @@ def write(
     elapsed: float,
     gateway: GatewayLoad | None = None,
     workers: WorkersLoad | None = None,
+    cost: ChunkCost | None = None,
 ) -> None:
     plot(report)
-    DOC.write_text(markdown(report, load_start, load(), elapsed, gateway, workers))
+    DOC.write_text(markdown(report, load_start, load(), elapsed, gateway, workers, cost))
     print(f"\nwrote {DOC.relative_to(ROOT)} and {PLOT.relative_to(ROOT)}")

@@ -135,7 +135,7 @@ def test_the_gateway_mounted_in_another_app() -> None:
         app = Starlette(routes=[Route("/", home), Mount("/llm", app=gateway)], lifespan=lifespan)
         with serve(app, lifespan="on") as host:
             drive(host)
-        assert gateway.state.gateway.upstream.client.is_closed
+        assert gateway.state.gateway.upstream.closed
 
 
 def drive(host: str) -> None:

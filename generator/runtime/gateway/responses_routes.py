@@ -30,7 +30,7 @@ async def create(gw: Gateway, request: Request, dialect: str) -> Response:
         return error_response(exc)
     headers = dropped_tools_headers(turn.dropped)
     if streaming:
-        return EventStreamResponse(_stream(gw, turn), turn.aclose, headers)
+        return EventStreamResponse(turn.frames(gw.store), turn.aclose, headers)
     error: dict[str, Any] | None = None
     async for frame in turn.frames():
         error = error or error_event(frame)
@@ -38,12 +38,6 @@ async def create(gw: Gateway, request: Request, dialect: str) -> Response:
     answer = final_answer(turn, error)
     answer.headers.update(headers)
     return answer
-
-
-async def _stream(gw: Gateway, turn: Turn) -> Any:
-    async for frame in turn.frames():
-        yield frame
-    await keep(gw.store, turn)
 
 
 def final_answer(turn: Turn, event: Mapping[str, Any] | None = None) -> Response:

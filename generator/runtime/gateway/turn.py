@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import secrets
 from collections.abc import AsyncGenerator, Mapping
 from dataclasses import dataclass, field
@@ -34,7 +35,9 @@ log = logging.getLogger("responses_stream.gateway")
 
 # Fields of the create body the gateway itself acts on (not sent upstream as such).
 TRANSPORT_FIELDS = ("type", "stream", "stream_options", "background")
-TERMINAL = (b"response.completed", b"response.incomplete", b"response.failed")
+_TERMINAL_FRAME = re.compile(
+    rb"^event: response\.(?:completed|incomplete|failed)\ndata: (.*)$", re.MULTILINE
+)
 # The one chunk of a turn with no model call: it ends at once, with nothing said.
 NO_GENERATION = {
     "id": "prewarm",
@@ -93,6 +96,7 @@ class Turn:
                 request=self.echo,
                 model=self.chat_body["model"],
                 response_id=self.response_id,
+                joined=True,
             ),
         )
         try:  # the opening frames need no upstream data: a bad echo costs no call
@@ -118,11 +122,14 @@ class Turn:
                 request=self.echo,
                 model=self.chat_body["model"],
                 response_id=self.response_id,
+                joined=True,
             ),
         )
 
-    async def frames(self) -> AsyncGenerator[bytes, None]:
-        """Every SSE frame of the stream; sets ``response`` at its end."""
+    async def frames(self, store: Store | None = None) -> AsyncGenerator[bytes, None]:
+        """The SSE frames of the stream, those of one upstream chunk in one piece; sets ``response`` at its end and, with
+        ``store``, keeps the turn there (see :func:`keep`) once the last frame was
+        taken."""
         if self._frames is None:
             raise RuntimeError("Turn.start() must succeed first")
         frames, last = self._frames, b""
@@ -138,6 +145,8 @@ class Turn:
             await frames.aclose()
             await self.aclose()
         self.response = _response_of(last)
+        if store is not None:
+            await keep(store, self)
 
     async def aclose(self) -> None:
         if self._stream is not None:
@@ -149,14 +158,10 @@ async def _one(chunk: Mapping[str, Any]) -> AsyncGenerator[Mapping[str, Any], No
 
 
 def _terminal(frames: bytes) -> bytes | None:
-    """The payload of a terminal event among ``frames`` (one read may hold several)."""
-    if not any(name in frames for name in TERMINAL):
-        return None
-    for frame in reversed(frames.split(b"\n\n")):
-        for line in frame.split(b"\n"):
-            if line.startswith(b"data: ") and any(name in line for name in TERMINAL):
-                return line[6:]
-    return None
+    """The payload of the last terminal event among ``frames`` (the conversion's SSE:
+    each event named on its ``event:`` line)."""
+    payloads: list[bytes] = _TERMINAL_FRAME.findall(frames)
+    return payloads[-1] if payloads else None
 
 
 def _response_of(payload: bytes) -> dict[str, Any] | None:

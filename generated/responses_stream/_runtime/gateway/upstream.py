@@ -20,15 +20,15 @@ conversions end the stream with, code and message kept.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
-import socket
 import weakref
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
+import aiohttp
 
 from ..core.sse_parse import SSEMessage, aparse_sse
 from .errors import GatewayError
@@ -39,6 +39,15 @@ from .request_ids import current_request_id
 PASSED_HEADERS = ("retry-after", "retry-after-ms", "x-should-retry")
 # the upstream's own request id, passed on beside the gateway's
 UPSTREAM_REQUEST_ID = "x-upstream-request-id"
+# what a failed exchange with the upstream raises (a timeout: asyncio's TimeoutError)
+TRANSPORT_ERRORS = (aiohttp.ClientError, asyncio.TimeoutError)
+# an idle upstream connection is kept this long: less than uvicorn's 5 s, so a
+# connection is not reused just as a server of that default closes it
+KEEPALIVE = 4.0
+# how long a stream whose reader has all it wanted waits for the rest of the upstream's
+# body (the ``[DONE]`` after the last chunk, the end of the chunked body), so that its
+# connection can carry the next request instead of being closed
+LINGER = 0.05
 ERROR_BODY_LIMIT = 64 * 1024
 JSON_BODY_LIMIT = 8 * 1024 * 1024
 SHUTDOWN_CODE = "gateway_shutdown"
@@ -69,9 +78,10 @@ class Timeouts:
             if not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
                 raise ValueError(f"the {name} timeout must be a positive number of seconds")
 
-    def httpx(self) -> httpx.Timeout:
-        return httpx.Timeout(
-            connect=self.connect, read=self.read, write=self.read, pool=self.connect
+    def client(self) -> aiohttp.ClientTimeout:
+        """As the HTTP client takes them: no limit on a whole answer, which streams."""
+        return aiohttp.ClientTimeout(
+            total=None, connect=self.connect, sock_connect=self.connect, sock_read=self.read
         )
 
 
@@ -88,25 +98,36 @@ class Upstream:
 
     ``api_key`` is sent as a bearer token; without one, the client's own
     ``Authorization`` header is forwarded.  The key is never logged or echoed.
+
+    Its HTTP client (aiohttp's, whose reads cost a fraction of other clients' per
+    chunk) is made at first use, in the event loop that uses it: a client belongs to
+    one loop.
     """
 
     def __init__(
-        self,
-        base_url: str,
-        *,
-        api_key: str | None = None,
-        timeouts: Timeouts | None = None,
-        client: httpx.AsyncClient | None = None,
+        self, base_url: str, *, api_key: str | None = None, timeouts: Timeouts | None = None
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self._api_key = api_key
         # told each failure's kind (the error code, http_<status>, stream_error)
         self.observer: Callable[[str], None] | None = None
         self.timeouts = timeouts or Timeouts()
-        limits = httpx.Limits(max_connections=None, max_keepalive_connections=256)
-        self.client = client or httpx.AsyncClient(
-            timeout=self.timeouts.httpx(), limits=limits, trust_env=False
-        )
+        self._session: aiohttp.ClientSession | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self.closed = False
+
+    @property
+    def session(self) -> aiohttp.ClientSession:
+        """The HTTP client of the running event loop."""
+        loop = asyncio.get_running_loop()
+        session = self._session
+        if session is None or session.closed or self._loop is not loop:
+            connector = aiohttp.TCPConnector(limit=0, keepalive_timeout=KEEPALIVE)
+            session = aiohttp.ClientSession(
+                connector=connector, timeout=self.timeouts.client(), trust_env=False
+            )
+            self._session, self._loop, self.closed = session, loop, False
+        return session
 
     def __repr__(self) -> str:
         return f"Upstream({self.base_url!r})"
@@ -157,20 +178,17 @@ class Upstream:
     async def _get(self, path: str, authorization: str | None) -> tuple[int, dict[str, Any]]:
         url = self.base_url + path
         try:
-            response = await self.client.send(
-                self.client.build_request("GET", url, headers=self.headers(authorization)),
-                stream=True,
-            )
-        except httpx.HTTPError as exc:
+            response = await self.session.get(url, headers=self.headers(authorization))
+        except TRANSPORT_ERRORS as exc:
             raise self._transport_error(exc) from None
         try:
-            if response.status_code >= 400:
+            if response.status >= 400:
                 raise await _status_error(response)
             raw = await _read_some(response, JSON_BODY_LIMIT)
-        except httpx.HTTPError as exc:
+        except TRANSPORT_ERRORS as exc:
             raise self._transport_error(exc) from None
         finally:
-            await response.aclose()
+            response.close()
         body = _json_object(raw)
         if body is None:
             raise GatewayError(
@@ -178,16 +196,16 @@ class Upstream:
                 "the upstream answered with a body that is not a JSON object",
                 code="upstream_bad_response",
             )
-        return response.status_code, body
+        return response.status, body
 
-    def _transport_error(self, exc: httpx.HTTPError) -> GatewayError:
-        if isinstance(exc, httpx.ConnectTimeout | httpx.PoolTimeout):
+    def _transport_error(self, exc: BaseException) -> GatewayError:
+        if isinstance(exc, aiohttp.ConnectionTimeoutError):
             return GatewayError(
                 504,
                 f"the upstream did not accept the connection within {self.timeouts.connect:g}s",
                 code="upstream_connect_timeout",
             )
-        if isinstance(exc, httpx.TimeoutException):
+        if isinstance(exc, asyncio.TimeoutError):
             return GatewayError(
                 504,
                 f"the upstream sent no response within {self.timeouts.read:g}s",
@@ -198,7 +216,10 @@ class Upstream:
         )
 
     async def aclose(self) -> None:
-        await self.client.aclose()
+        session, self._session = self._session, None
+        self.closed = True
+        if session is not None and not session.closed:
+            await session.close()
 
 
 class UpstreamStream:
@@ -224,7 +245,7 @@ class UpstreamStream:
         self.body = body
         self.headers = headers
         self.terminal = terminal
-        self._response: httpx.Response | None = None
+        self._response: aiohttp.ClientResponse | None = None
         self._messages: AsyncIterator[SSEMessage] | None = None
         self._first: SSEMessage | None = None
         self._kind: str | None = None  # a failure's kind, where its code does not say
@@ -243,23 +264,17 @@ class UpstreamStream:
 
     async def _open(self, first_event: bool) -> None:
         up = self.upstream
-        client = up.client
         content = json.dumps(self.body, ensure_ascii=False).encode()
-        request = client.build_request(
-            "POST",
-            up.base_url + self.path,
-            content=content,
-            headers={**self.headers, "content-type": "application/json"},
-        )
+        headers = {**self.headers, "content-type": "application/json"}
         try:
-            response = await client.send(request, stream=True)
-        except httpx.HTTPError as exc:
+            response = await up.session.post(up.base_url + self.path, data=content, headers=headers)
+        except TRANSPORT_ERRORS as exc:
             raise up._transport_error(exc) from None
         self._response = response
         _OPEN.add(self)
         try:
             await _check_stream(response)
-            self._messages = aparse_sse(response.aiter_bytes())
+            self._messages = aparse_sse(response.content.iter_any())
             if not first_event:
                 return
             self._first = await self._next_message()
@@ -284,13 +299,13 @@ class UpstreamStream:
             return await anext(self._messages)
         except StopAsyncIteration:
             return None
-        except httpx.TimeoutException:
+        except TimeoutError:
             raise GatewayError(
                 504,
                 f"the upstream sent no event within {self.upstream.timeouts.read:g}s",
                 code="upstream_timeout",
             ) from None
-        except httpx.HTTPError as exc:
+        except aiohttp.ClientError as exc:
             if self._shutdown:
                 raise GatewayError(
                     503, "the gateway is shutting down", code=SHUTDOWN_CODE
@@ -325,13 +340,17 @@ class UpstreamStream:
                 data = message.data
                 if data.startswith('{"error"'):  # a chat upstream's error chunk
                     self.upstream.failed("stream_error")
-                yield data
-        except httpx.TimeoutException:
+                try:
+                    yield data
+                except GeneratorExit:  # the reader has all it wanted
+                    await self._linger()
+                    raise
+        except TimeoutError:
             raise self._interrupted(
                 f"the upstream sent nothing for {self.upstream.timeouts.read:g}s",
                 "upstream_timeout",
             ) from None
-        except httpx.HTTPError as exc:
+        except aiohttp.ClientError as exc:
             if self._shutdown:
                 raise UpstreamInterrupted(
                     "the gateway shut down before the stream ended (its grace period passed)",
@@ -355,6 +374,20 @@ class UpstreamStream:
                 "the upstream stream ended before its terminal event", "upstream_disconnected"
             )
 
+    async def _linger(self) -> None:
+        """Wait up to :data:`LINGER` seconds for the end of the body, unless the stream is
+        cut (a shutdown, the client gone): at its end the connection goes back to the
+        pool (see :meth:`aclose`)."""
+        response = self._response
+        task = asyncio.current_task()
+        if response is None or self._shutdown or (task is not None and task.cancelling()):
+            return
+        try:
+            async with asyncio.timeout(LINGER):
+                await response.content.wait_eof()
+        except (TimeoutError, aiohttp.ClientError):
+            pass
+
     def _interrupted(self, message: str, code: str) -> UpstreamInterrupted:
         self.upstream.failed(code)
         return UpstreamInterrupted(message, code)
@@ -364,26 +397,22 @@ class UpstreamStream:
         ends, and the stream fails with ``gateway_shutdown``."""
         self._shutdown = True
         response = self._response
-        stream = response.extensions.get("network_stream") if response is not None else None
-        sock = stream.get_extra_info("socket") if stream is not None else None
-        shutdown = getattr(sock, "shutdown", None)  # a socket, or asyncio's wrapper of one
-        if shutdown is not None:
-            try:
-                shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
+        connection = response.connection if response is not None else None
+        transport = connection.transport if connection is not None else None
+        if transport is not None:
+            transport.abort()
 
     async def aclose(self) -> None:
         _OPEN.discard(self)
         response = self._response
         if response is not None:
             self._response = None
-            await response.aclose()
+            response.close()  # the connection goes back to the pool only when read to its end
 
 
-async def _check_stream(response: httpx.Response) -> None:
+async def _check_stream(response: aiohttp.ClientResponse) -> None:
     """Raise the client's error for an upstream answer that is not an event stream."""
-    status = response.status_code
+    status = response.status
     content_type = response.headers.get("content-type", "").split(";")[0].strip().lower()
     if 200 <= status < 300 and content_type != "application/json":
         return
@@ -391,7 +420,7 @@ async def _check_stream(response: httpx.Response) -> None:
         raise await _status_error(response)
     try:
         raw = await _read_some(response, ERROR_BODY_LIMIT)
-    except httpx.HTTPError:
+    except TRANSPORT_ERRORS:
         raw = b""
     if status < 300:
         error = _error_of(raw)
@@ -404,12 +433,12 @@ async def _check_stream(response: httpx.Response) -> None:
     raise GatewayError(502, f"the upstream answered with HTTP {status}", code="upstream_bad_status")
 
 
-async def _status_error(response: httpx.Response) -> GatewayError:
+async def _status_error(response: aiohttp.ClientResponse) -> GatewayError:
     """An upstream HTTP error as the client's error: same status, message and retry headers."""
-    status = response.status_code
+    status = response.status
     try:
         raw = await _read_some(response, ERROR_BODY_LIMIT)
-    except httpx.HTTPError:
+    except TRANSPORT_ERRORS:
         raw = b""
     headers = {k: response.headers[k] for k in PASSED_HEADERS if k in response.headers}
     if REQUEST_ID_HEADER in response.headers:
@@ -431,10 +460,10 @@ async def _status_error(response: httpx.Response) -> GatewayError:
     )
 
 
-async def _read_some(response: httpx.Response, limit: int) -> bytes:
+async def _read_some(response: aiohttp.ClientResponse, limit: int) -> bytes:
     """Up to ``limit`` bytes of the body."""
     out = bytearray()
-    async for chunk in response.aiter_bytes():
+    async for chunk in response.content.iter_any():
         out += chunk
         if len(out) >= limit:
             break
