@@ -40,44 +40,32 @@ DRAWN_ID = re.compile(rb"\b[a-z]+_[0-9a-f]{24}\b")
 CLOCK = re.compile(rb'"completed_at":\d+')
 
 
-def _upstream(peers: list[int]) -> Starlette:
+def _upstream() -> Starlette:
     """Each recording by its name as the model, sent as the last user message's text
-    says: whole (``0``), in pieces of that many bytes, each its own write, or with a
-    ``pause`` before its closing ``[DONE]``.  ``peers`` gets the gateway's port of each
-    request's connection."""
+    says: whole (``0``) or in pieces of that many bytes, each its own write."""
 
     async def chat(request: Request) -> Response:
-        assert request.client is not None
-        peers.append(request.client.port)
         body = await request.json()
         raw = (RECORDED / f"{body['model']}.sse").read_bytes()
         how = body["messages"][-1]["content"]
         if how == "0":
             return Response(raw, media_type="text/event-stream")
-        if how == "pause":  # 10 ms before the closing [DONE]
-            end = raw.rindex(b"data: [DONE]")
-            parts, pause = [raw[:end], raw[end:]], 0.01
-        else:
-            size = int(how)
-            parts, pause = [raw[at : at + size] for at in range(0, len(raw), size)], 0.0
+        size = int(how)
 
         async def pieces() -> AsyncIterator[bytes]:
-            for part in parts:
-                yield part
-                await asyncio.sleep(pause)
+            for at in range(0, len(raw), size):
+                yield raw[at : at + size]
+                await asyncio.sleep(0)
 
         return StreamingResponse(pieces(), media_type="text/event-stream")
 
     return Starlette(routes=[Route("/v1/chat/completions", chat, methods=["POST"])])
 
 
-PEERS: list[int] = []  # the gateway's port of each upstream request's connection
-
-
 @pytest.fixture(scope="module")
 def gateway() -> Iterator[str]:
     with (
-        serve(_upstream(PEERS)) as upstream,
+        serve(_upstream()) as upstream,
         serve(create_app(upstream + "/v1", store="memory:")) as url,
     ):
         yield url
@@ -136,16 +124,3 @@ def test_the_stream_is_the_conversion_of_the_upstream_stream(
     )
     assert _normalized(got) == _normalized(expected)
     assert got.count(b"\n\n") == expected.count(b"\n\n") > 2
-
-
-def test_one_upstream_connection_carries_the_streams_one_after_another(gateway: str) -> None:
-    """A stream's reader stops at the last chunk it needs (the usage); the upstream's
-    ``[DONE]``, 10 ms later, and the end of its body are still read, so the connection
-    goes back to the pool."""
-    body = {"model": "llamacpp_text", "input": "pause", "stream": True, "store": False}
-    PEERS.clear()
-    for _ in range(5):
-        with httpx.stream("POST", gateway + "/v1/responses", json=body, timeout=30) as answer:
-            assert b"response.completed" in b"".join(answer.iter_bytes())
-    assert len(PEERS) == 5
-    assert len(set(PEERS)) == 1, PEERS

@@ -3,12 +3,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
 from starlette.requests import ClientDisconnect, Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import JSONResponse, Response
 from starlette.types import Receive, Scope, Send
 
 from .errors import GatewayError
@@ -81,8 +82,12 @@ def _kind(value: Any) -> str:
     return "a number"
 
 
-class EventStreamResponse(StreamingResponse):
-    """An SSE response that runs ``cleanup`` however it ends (the client gone too)."""
+class EventStreamResponse(Response):
+    """An SSE answer: each of ``frames`` sent as it comes, in one write; ``cleanup``
+    runs however the stream ends.  The client going away (``http.disconnect``) ends
+    the stream at once: a task that waits for it cancels the sending, which then ends
+    quietly (the frames closed, so is the upstream).  Leaner than Starlette's
+    ``StreamingResponse``, whose task group costs a stream about 50 µs."""
 
     def __init__(
         self,
@@ -90,16 +95,43 @@ class EventStreamResponse(StreamingResponse):
         cleanup: Callable[[], Awaitable[None]],
         headers: Mapping[str, str] | None = None,
     ) -> None:
-        super().__init__(
-            frames, media_type="text/event-stream", headers={**SSE_HEADERS, **(headers or {})}
-        )
         self.frames = frames
         self.cleanup = cleanup
+        self.status_code = 200
+        self.background = None
+        given = {"content-type": "text/event-stream; charset=utf-8", **SSE_HEADERS}
+        given.update(headers or {})
+        self.raw_headers = [
+            (k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in given.items()
+        ]
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        gone = done = False
+
+        async def watch() -> None:
+            nonlocal gone
+            while (await receive())["type"] != "http.disconnect":
+                pass
+            if not done:
+                gone = True
+                task.cancel()
+
+        watcher = asyncio.get_running_loop().create_task(watch())
         try:
-            await super().__call__(scope, receive, send)
+            start = {"type": "http.response.start", "status": 200, "headers": self.raw_headers}
+            await send(start)
+            async for frame in self.frames:
+                await send({"type": "http.response.body", "body": frame, "more_body": True})
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+        except asyncio.CancelledError:
+            if not gone:
+                raise
+            task.uncancel()  # the client left: nothing more to send
         finally:
+            done = True
+            watcher.cancel()
             try:
                 aclose = getattr(self.frames, "aclose", None)
                 if aclose is not None:

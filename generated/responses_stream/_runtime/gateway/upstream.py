@@ -124,7 +124,11 @@ class Upstream:
         if session is None or session.closed or self._loop is not loop:
             connector = aiohttp.TCPConnector(limit=0, keepalive_timeout=KEEPALIVE)
             session = aiohttp.ClientSession(
-                connector=connector, timeout=self.timeouts.client(), trust_env=False
+                connector=connector,
+                timeout=self.timeouts.client(),
+                trust_env=False,
+                # an upstream's cookies are not kept: one client's would go with the next
+                cookie_jar=aiohttp.DummyCookieJar(),
             )
             self._session, self._loop, self.closed = session, loop, False
         return session
