@@ -18,7 +18,6 @@ work, not time the stream waits in the gateway.
 from __future__ import annotations
 
 import asyncio
-import re
 import statistics
 import tempfile
 import time
@@ -26,6 +25,7 @@ from contextlib import ExitStack
 from typing import Any
 
 import httpx
+from prometheus_client.parser import text_string_to_metric_families
 
 from .bench_gateway import free_port, server
 from .gateway_load import SECTION
@@ -42,17 +42,15 @@ def first_event_metrics(gateway: str) -> tuple[float, float, float]:
     """The gateway's first-event histogram so far: streams, of them within 5 ms, and the
     sum of their times (s)."""
     text = httpx.get(f"{gateway}/metrics", timeout=10, trust_env=False).text
-
-    def value(name: str, labels: str) -> float:
-        found = re.search(rf"^{name}{{{labels}}} (\S+)$", text, re.MULTILINE)
-        return float(found.group(1)) if found else 0.0
-
-    route = 'route="responses"'
-    return (
-        value(f"{FIRST_EVENT}_count", route),
-        value(f"{FIRST_EVENT}_bucket", f'le="0.005",{route}'),
-        value(f"{FIRST_EVENT}_sum", route),
-    )
+    found = {"_count": 0.0, "_bucket": 0.0, "_sum": 0.0}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            part = sample.name.removeprefix(FIRST_EVENT)
+            labels = sample.labels
+            if part in found and labels.get("route") == "responses":
+                if part != "_bucket" or labels.get("le") == "0.005":
+                    found[part] = sample.value
+    return found["_count"], found["_bucket"], found["_sum"]
 
 
 async def _one(client: httpx.AsyncClient, url: str, body: dict[str, Any], kind: str) -> float:

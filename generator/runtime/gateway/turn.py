@@ -3,9 +3,10 @@
 ``plan_turn`` checks and translates the request (every refusal a
 :class:`GatewayError`, before the upstream is called); ``Turn.start`` opens the
 upstream (an upstream failure there is still an HTTP error with its status: up to its
-headers for a stream, up to its first event for an answer that is not streamed); ``Turn.frames`` then yields the SSE frames of the converted
-stream.  ``Turn.response`` is the final Response, read from the terminal event, so a
-non-streaming answer and a stream can never disagree.
+headers for a stream, up to its first event for an answer that is not streamed);
+``Turn.frames`` then yields the SSE frames of the converted stream.  ``Turn.response``
+is the final Response, read from the terminal event, so a non-streaming answer and a
+stream can never disagree.
 """
 
 from __future__ import annotations
@@ -127,9 +128,9 @@ class Turn:
         )
 
     async def frames(self, store: Store | None = None) -> AsyncGenerator[bytes, None]:
-        """The SSE frames of the stream, those of one upstream chunk in one piece; sets ``response`` at its end and, with
-        ``store``, keeps the turn there (see :func:`keep`) once the last frame was
-        taken."""
+        """The SSE frames of the stream, those of one upstream chunk in one piece; sets
+        ``response`` at its end and, with ``store``, keeps the turn there (see
+        :func:`keep`) once the last frame was taken."""
         if self._frames is None:
             raise RuntimeError("Turn.start() must succeed first")
         frames, last = self._frames, b""

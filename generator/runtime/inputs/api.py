@@ -363,21 +363,12 @@ async def asse_from_chat(
     for a server, where a frame a write costs a system call each.
     """
     conv = _setup(dialect, request, model, **kw)
+    for piece in _pieces(conv.proc.drain_sse(), joined):
+        yield piece
     forms = _Forms(conv)
     sse = False
-    frames = conv.proc.drain_sse()
     async with aclosing(_read(conv, chunks)) as reader:
-        while True:
-            if joined:
-                if frames:
-                    yield b"".join(frames)
-            else:
-                for frame in frames:
-                    yield frame
-            try:
-                chunk = await anext(reader)
-            except StopAsyncIteration:
-                break
+        async for chunk in reader:
             if type(chunk) is dict and not sse:
                 frames = conv.feed_sse(chunk)
             elif type(chunk) is str and chunk and chunk[0] == "{" and not sse:
@@ -385,12 +376,17 @@ async def asse_from_chat(
             else:
                 frames = forms.feed_sse(chunk)
                 sse = forms.sse
-    frames = forms.end_sse()
-    if joined and frames:
-        yield b"".join(frames)
-    elif not joined:
-        for frame in frames:
-            yield frame
+            for piece in _pieces(frames, joined):
+                yield piece
+    for piece in _pieces(forms.end_sse(), joined):
+        yield piece
+
+
+def _pieces(frames: list[bytes], joined: bool) -> list[bytes]:
+    """``frames`` as ``asse_from_chat`` yields them: each, or all as one (none if none)."""
+    if not joined:
+        return frames
+    return [b"".join(frames)] if frames else []
 
 
 async def _read(

@@ -39,8 +39,8 @@ from .request_ids import current_request_id
 PASSED_HEADERS = ("retry-after", "retry-after-ms", "x-should-retry")
 # the upstream's own request id, passed on beside the gateway's
 UPSTREAM_REQUEST_ID = "x-upstream-request-id"
-# what a failed exchange with the upstream raises (a timeout: asyncio's TimeoutError)
-TRANSPORT_ERRORS = (aiohttp.ClientError, asyncio.TimeoutError)
+# what a failed exchange with the upstream raises (a timeout: TimeoutError)
+TRANSPORT_ERRORS = (aiohttp.ClientError, TimeoutError)
 # an idle upstream connection is kept this long: less than uvicorn's 5 s, so a
 # connection is not reused just as a server of that default closes it
 KEEPALIVE = 4.0
@@ -209,7 +209,7 @@ class Upstream:
                 f"the upstream did not accept the connection within {self.timeouts.connect:g}s",
                 code="upstream_connect_timeout",
             )
-        if isinstance(exc, asyncio.TimeoutError):
+        if isinstance(exc, TimeoutError):
             return GatewayError(
                 504,
                 f"the upstream sent no response within {self.timeouts.read:g}s",
@@ -389,7 +389,7 @@ class UpstreamStream:
         try:
             async with asyncio.timeout(LINGER):
                 await response.content.wait_eof()
-        except (TimeoutError, aiohttp.ClientError):
+        except TRANSPORT_ERRORS:
             pass
 
     def _interrupted(self, message: str, code: str) -> UpstreamInterrupted:
