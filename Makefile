@@ -81,9 +81,17 @@ mutate: install
 
 # The benchmark suite (benchmarks/): one table of medians and ratios on stdout, and
 # docs/benchmarks.md with docs/benchmarks.png.  Needs the generated package installed.
+# LiteLLM, the peer, runs from a venv of its own (requirements-litellm.txt), built once per
+# pin set outside the repo.
+BENCH_CACHE ?= $(HOME)/.cache/responses-stream/bench
+LITELLM_KEY = $(shell $(PY) -c "import hashlib,sys; print(hashlib.sha256(open('requirements-litellm.txt','rb').read()+sys.version.encode()).hexdigest()[:12])")
+LITELLM_VENV = $(BENCH_CACHE)/litellm-$(LITELLM_KEY)
 bench: install develop
 	$(PYTHON) -m pip install --quiet -r requirements-bench.txt
-	$(PYTHON) -m benchmarks
+	@test -f $(LITELLM_VENV)/.complete || ( rm -rf $(LITELLM_VENV) && $(PY) -m venv $(LITELLM_VENV) \
+		&& timeout 900 $(LITELLM_VENV)/bin/python -m pip install --quiet -r requirements-litellm.txt \
+		&& touch $(LITELLM_VENV)/.complete )
+	RESPONSES_STREAM_BENCH_LITELLM=$(LITELLM_VENV)/bin/litellm $(PYTHON) -m benchmarks
 
 clean:
 	rm -rf $(sort .venv $(VENV)) .venv-* .generated-staging-*

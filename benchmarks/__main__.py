@@ -17,19 +17,21 @@ from . import (
     bench_gateway,
     bench_generate,
     bench_memory,
+    bench_peer,
     bench_to_chat,
     bench_validate,
     bench_workers,
     report,
 )
-from .harness import Report, load
+from .harness import Machine, Report
 
 
 def main(argv: list[str]) -> int:
     quick = "--quick" in argv
     rounds, cli_rounds = (2, 1) if quick else (9, 5)
-    start, load_start = time.time(), load()
-    print(f"python {sys.version.split()[0]}; load {load_start}")
+    start, machine = time.time(), Machine()
+    machine.before()
+    print(f"python {sys.version.split()[0]}; load {machine.load_start}")
     r = Report()
     bench_emit.run(r, 3 if quick else 11)
     bench_from_chat.run(r, rounds, cli_rounds)
@@ -40,10 +42,14 @@ def main(argv: list[str]) -> int:
     gateway = bench_gateway.run(r, quick)
     cost = bench_chunk_cost.run(r, quick)
     bench_first_event.run(r, quick)
+    peer = bench_peer.run(r, quick)
     workers = bench_workers.run(r, quick)
+    elapsed = time.time() - start
+    machine.after()
     print("\n" + report.table(r))
+    print(f"\n{machine.summary()}")
     if not quick:
-        report.write(r, load_start, time.time() - start, gateway, workers, cost)
+        report.write(r, machine, elapsed, gateway, workers, cost, peer)
     return 0
 
 

@@ -30,7 +30,7 @@ from responses_stream import ChatToResponses, CountingIds, StreamProcessor, asse
 from . import check, shapes
 from .baselines import HandChat, PydanticChat, split_events
 from .cli import agents_frames
-from .harness import Report, cli_per_unit, measure, output_of, python
+from .harness import Report, cli_per_unit, measure, output_of, python, steady
 
 SECTION = "Chat → Responses"
 MSGSPEC = msgspec.json.Decoder().decode
@@ -154,9 +154,9 @@ def run(report: Report, rounds: int, cli_rounds: int) -> None:
             return run_streams
 
         units = {n: shape.chunks * STREAMS[n] for n in SOURCES}
-        samples = measure({n: call(n) for n in SOURCES}, units, rounds)
+        samples, tries = steady(measure, {n: call(n) for n in SOURCES}, units, rounds)
         path = f"{shape_name}, async API (4 KiB reads)"
-        _targets(report, path, report.add(SECTION, path, samples, "µs/chunk"))
+        _targets(report, path, report.add(SECTION, path, samples, "µs/chunk", tries=tries))
 
         # CLI
         small, big = tmp / f"{shape_name}-1.sse", tmp / f"{shape_name}-4.sse"
@@ -164,9 +164,10 @@ def run(report: Report, rounds: int, cli_rounds: int) -> None:
         big.write_bytes(large.sse())
         cmds = {n: [python(), *args] for n, args in COMMANDS.items()}
         _verify(report, "CLI", shape, {n: output_of(c, small) for n, c in cmds.items()})
-        samples = cli_per_unit(cmds, small, big, large.chunks - shape.chunks, cli_rounds)
+        extra = large.chunks - shape.chunks
+        samples, tries = steady(cli_per_unit, cmds, small, big, extra, cli_rounds)
         path = f"{shape_name}, CLI (stdin → stdout)"
-        _targets(report, path, report.add(SECTION, path, samples, "µs/chunk"))
+        _targets(report, path, report.add(SECTION, path, samples, "µs/chunk", tries=tries))
     loop.close()
 
 

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import socket
 import statistics
 import subprocess
@@ -73,11 +74,20 @@ def free_port() -> int:
 
 
 @contextmanager
-def server(cmd: list[str], health: str, log: IO[bytes]) -> Iterator[subprocess.Popen[bytes]]:
-    """``cmd`` running (its output in ``log``) until the block ends, once ``health`` is 200."""
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+def server(
+    cmd: list[str],
+    health: str,
+    log: IO[bytes],
+    *,
+    env: dict[str, str] | None = None,
+    cwd: Path = ROOT,
+    wait: float = 30,
+) -> Iterator[subprocess.Popen[bytes]]:
+    """``cmd`` running (its output in ``log``) until the block ends, once ``health`` is 200
+    (within ``wait`` seconds)."""
+    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT)
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + wait
         while True:
             if proc.poll() is not None:
                 log.seek(0)
@@ -88,7 +98,7 @@ def server(cmd: list[str], health: str, log: IO[bytes]) -> Iterator[subprocess.P
             except httpx.HTTPError:
                 pass
             if time.monotonic() > deadline:
-                raise RuntimeError(f"{health} did not answer 200 within 30 s")
+                raise RuntimeError(f"{health} did not answer 200 within {wait:g} s")
             time.sleep(0.1)
         yield proc
     finally:
@@ -125,6 +135,8 @@ class Read:
     sent: list[int] = field(default_factory=list)  # ns, every delta chunk (direct only)
     last: bytes = b""  # the last event's name (gateway) or frame (direct)
     error: str = ""
+    began: int = 0  # ns, the request sent
+    first: int = 0  # ns, the first frame's arrival
 
 
 def gateway_frame(out: Read, frame: bytes, now: int) -> None:
@@ -132,6 +144,23 @@ def gateway_frame(out: Read, frame: bytes, now: int) -> None:
     out.events += 1
     out.last = name
     if name.endswith(b"_text.delta"):  # output_text, reasoning_text
+        out.arrivals.append(now)
+
+
+_TYPE = re.compile(rb'^data: \{"type":\s*"([^"]+)"')
+
+
+def data_frame(out: Read, frame: bytes, now: int) -> None:
+    """A Responses frame with no ``event:`` line (a server that sends only ``data:``,
+    the event's ``type`` its first key, as LiteLLM does); a ``[DONE]`` after the
+    terminal event, which the openai SDK skips, is not counted."""
+    if frame == b"data: [DONE]":  # sent after the terminal event by some; no event
+        return
+    found = _TYPE.match(frame)
+    name = found.group(1) if found else frame[:80]
+    out.events += 1
+    out.last = name
+    if name.endswith(b"_text.delta"):  # output_text, reasoning_text, reasoning_summary_text
         out.arrivals.append(now)
 
 
@@ -150,7 +179,7 @@ async def read_stream(
     on_frame: Callable[[Read, bytes, int], None],
 ) -> Read:
     """POST ``body`` and read the SSE answer to its end, each frame to ``on_frame``."""
-    out = Read()
+    out = Read(began=time.time_ns())
     try:
         async with client.stream("POST", url, json=body) as response:
             if response.status_code != 200:
@@ -160,6 +189,8 @@ async def read_stream(
             async for data in response.aiter_raw():
                 now = time.time_ns()
                 *frames, buf = (buf + data).split(b"\n\n")
+                if frames and not out.first:
+                    out.first = now
                 for frame in frames:
                     on_frame(out, frame, now)
     except httpx.HTTPError as exc:
@@ -185,6 +216,74 @@ def bodies(kind: str, texts: list[str], chunks: int | None = None) -> list[dict[
     ]
 
 
+@dataclass(frozen=True)
+class Route:
+    """Where the streams of a wave go and how each is read."""
+
+    url: str
+    on_frame: Callable[[Read, bytes, int], None]
+    end: bytes  # the last event's name (or frame) of a correct stream
+    body: str = "gateway"  # the Responses request ("gateway") or the chat one ("direct")
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+async def run_wave(
+    kind: str,
+    route: Route,
+    upstream: str,
+    chunks: int,
+    cpu_now: Callable[[], dict[str, float]],
+    *,
+    clients: int = CLIENTS,
+    ask: int | None = None,
+) -> Wave:
+    """``clients`` concurrent streams to ``route``, each read to its end and checked: it
+    ends as the route's streams end, with one delta event per delta chunk the upstream
+    sent (``chunks`` a stream; ``ask`` asks the upstream for that many)."""
+    # A client of its own: no connection is kept from wave to wave.  Under this load
+    # a client reads a stream's end seconds after the server wrote it, so a kept
+    # connection can outlive the server's keep-alive (uvicorn's 5 s) and a request
+    # on it fail with a reset after 0 events, whatever the client's own expiry.
+    limits = httpx.Limits(max_connections=None, max_keepalive_connections=clients)
+    timeout = httpx.Timeout(120, connect=30, pool=None)
+    texts = [f"hi {i}" for i in range(clients)]
+    async with httpx.AsyncClient(
+        limits=limits, timeout=timeout, trust_env=False, headers=route.headers
+    ) as client:
+        cpu0, t0 = cpu_now(), time.perf_counter()
+        reads = await asyncio.gather(
+            *(
+                read_stream(client, route.url, b, route.on_frame)
+                for b in bodies(route.body, texts, ask)
+            )
+        )
+        seconds = time.perf_counter() - t0
+        cpu1 = cpu_now()
+        sent = (await client.get(f"{upstream}/sent")).json()  # the upstream forgets
+    failures: list[str] = []
+    latencies: list[int] = []
+    firsts: list[float] = []
+    streams = events = 0
+    for text, r in zip(texts, reads, strict=True):
+        times = r.sent if route.body == "direct" else sent.get(text, [])
+        events += r.events
+        if r.first:
+            firsts.append((r.first - r.began) / 1e6)
+        if r.error:
+            failures.append(r.error)
+        elif r.last != route.end:
+            failures.append(f"the stream ended with {r.last!r}, not {route.end.decode()}")
+        elif len(r.arrivals) != len(times) or len(times) != chunks:
+            failures.append(
+                f"{len(r.arrivals)} delta events for {len(times)} delta chunks sent (of {chunks})"
+            )
+        else:
+            streams += 1
+            latencies += [a - s for a, s in zip(r.arrivals, times, strict=True)]
+    used = {name: cpu1[name] - cpu0[name] for name in cpu0}
+    return Wave(kind, seconds, streams, events, latencies, failures, used, chunks, firsts)
+
+
 class Bench:
     """The waves of one phase against one upstream and one gateway."""
 
@@ -196,57 +295,20 @@ class Bench:
         out["client"] = time.process_time()
         return out
 
+    def route(self, kind: str) -> Route:
+        if kind == "gateway":
+            return Route(f"{self.gateway}/v1/responses", gateway_frame, b"response.completed")
+        return Route(
+            f"{self.upstream}/v1/chat/completions", direct_frame, b"data: [DONE]", "direct"
+        )
+
     async def wave(self, kind: str, chunks: int | None = None) -> Wave:
         """One wave of ``kind`` ("gateway" or "direct"), each stream of ``chunks`` deltas
         (by default the setup's)."""
-        # A client of its own: no connection is kept from wave to wave.  Under this load
-        # a client reads a stream's end seconds after the server wrote it, so a kept
-        # connection can outlive the server's keep-alive (uvicorn's 5 s) and a request
-        # on it fail with a reset after 0 events, whatever the client's own expiry.
-        limits = httpx.Limits(max_connections=None, max_keepalive_connections=CLIENTS)
-        timeout = httpx.Timeout(120, connect=30, pool=None)
-        texts = [f"hi {i}" for i in range(CLIENTS)]
-        if kind == "gateway":
-            url, on_frame, end = (
-                f"{self.gateway}/v1/responses",
-                gateway_frame,
-                b"response.completed",
-            )
-        else:
-            url, on_frame, end = (
-                f"{self.upstream}/v1/chat/completions",
-                direct_frame,
-                b"data: [DONE]",
-            )
-        async with httpx.AsyncClient(limits=limits, timeout=timeout, trust_env=False) as client:
-            cpu0, t0 = self.cpu_now(), time.perf_counter()
-            reads = await asyncio.gather(
-                *(read_stream(client, url, b, on_frame) for b in bodies(kind, texts, chunks))
-            )
-            seconds = time.perf_counter() - t0
-            cpu1 = self.cpu_now()
-            sent = (await client.get(f"{self.upstream}/sent")).json()  # the upstream forgets
-        chunks = chunks or self.phase.setup.chunks
-        failures: list[str] = []
-        latencies: list[int] = []
-        streams = events = 0
-        for text, r in zip(texts, reads, strict=True):
-            times = r.sent if kind == "direct" else sent.get(text, [])
-            events += r.events
-            if r.error:
-                failures.append(r.error)
-            elif r.last != end:
-                failures.append(f"the stream ended with {r.last!r}, not {end.decode()}")
-            elif len(r.arrivals) != len(times) or len(times) != chunks:
-                failures.append(
-                    f"{len(r.arrivals)} delta events for {len(times)} delta chunks sent "
-                    f"(of {chunks})"
-                )
-            else:
-                streams += 1
-                latencies += [a - s for a, s in zip(r.arrivals, times, strict=True)]
-        used = {name: cpu1[name] - cpu0[name] for name in cpu0}
-        return Wave(kind, seconds, streams, events, latencies, failures, used, chunks)
+        every = chunks or self.phase.setup.chunks
+        return await run_wave(
+            kind, self.route(kind), self.upstream, every, self.cpu_now, ask=chunks
+        )
 
     async def drive(self, schedule: list[str]) -> None:
         phase, pid = self.phase, self.pids["gateway"]

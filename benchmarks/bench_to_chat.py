@@ -21,7 +21,7 @@ from responses_stream import achat_sse_from_sse
 from . import check, shapes
 from .baselines import HandToChat, split_events
 from .bench_from_chat import collect, ours_frames
-from .harness import Report, cli_per_unit, measure, output_of, python
+from .harness import Report, cli_per_unit, measure, output_of, python, steady
 
 SECTION = "Responses → Chat"
 MSGSPEC = msgspec.json.Decoder().decode
@@ -82,9 +82,9 @@ def run(report: Report, rounds: int, cli_rounds: int) -> None:
 
         return run_streams
 
-    samples = measure({n: call(n) for n in SOURCES}, events * STREAMS, rounds)
+    samples, tries = steady(measure, {n: call(n) for n in SOURCES}, events * STREAMS, rounds)
     path = "mixed, async API (4 KiB reads)"
-    med = report.add(SECTION, path, samples, "µs/event")
+    med = report.add(SECTION, path, samples, "µs/event", tries=tries)
     report.target(SECTION, path, med, "ours", "floor (json)", "<=", 1.3)
     report.target(SECTION, path, med, "ours", "floor (msgspec)", "<=", float("inf"), "reference")
     loop.close()
@@ -100,8 +100,8 @@ def run(report: Report, rounds: int, cli_rounds: int) -> None:
             if not check.same(name, ref, check.frames(output_of(cmd, small))):
                 raise SystemExit(f"{SECTION} CLI: {name} differs from ours")
             report.check(f"{SECTION}, CLI: {name} writes the same {len(ref)} chunks as ours")
-    samples = cli_per_unit(cmds, small, big, extra, cli_rounds)
+    samples, tries = steady(cli_per_unit, cmds, small, big, extra, cli_rounds)
     path = "mixed, CLI (stdin → stdout)"
-    med = report.add(SECTION, path, samples, "µs/event")
+    med = report.add(SECTION, path, samples, "µs/event", tries=tries)
     report.target(SECTION, path, med, "ours", "floor (json)", "<=", 1.3)
     report.target(SECTION, path, med, "ours", "floor (msgspec)", "<=", float("inf"), "reference")

@@ -43,6 +43,13 @@ class Wave:
     failures: list[str]
     cpu: dict[str, float]  # process ("gateway", "upstream", "client") → CPU seconds
     chunks: int = 0  # delta chunks a stream
+    first_events: list[float] = field(default_factory=list)  # ms, request → first frame
+
+    @property
+    def cpu_per_chunk(self) -> dict[str, float]:
+        """µs of each process's CPU a delta chunk the wave's streams were sent."""
+        chunks = max((self.streams + len(self.failures)) * self.chunks, 1)
+        return {name: used / chunks * 1e6 for name, used in self.cpu.items()}
 
     @property
     def events_per_s(self) -> float:
@@ -169,3 +176,50 @@ class ChunkCost:
     def failures(self) -> list[str]:
         waves = [w for r in self.gateway + self.direct for w in (r.short, r.long)]
         return [f"{w.kind} wave: {f}" for w in waves for f in w.failures]
+
+
+# LiteLLM beside the gateway (bench_peer).
+PEER_SECTION = "Gateway beside LiteLLM"
+PEER_CLIENTS = 50
+PEER_CHUNKS = 200
+KINDS = ("gateway", "litellm", "direct")  # the waves of a round of the peer benchmark
+PROCESS = {"gateway": "gateway", "litellm": "litellm", "direct": "upstream"}
+
+
+@dataclass
+class PeerPhase:
+    """The waves of one setup through the gateway, through LiteLLM and straight to the
+    upstream, and the two converters' RSS after each of their waves."""
+
+    setup: Setup
+    waves: dict[str, list[Wave]] = field(default_factory=lambda: {k: [] for k in KINDS})
+    rss: dict[str, list[float]] = field(default_factory=lambda: {"gateway": [], "litellm": []})
+
+    def figure(self, kind: str, of: str) -> list[float]:
+        """One figure of each ``kind`` wave (see ``FIGURES``)."""
+        return [FIGURES[of][1](w, kind) for w in self.waves[kind]]
+
+    def added(self, kind: str, q: float) -> float:
+        """What ``kind`` adds to the ``q`` quantile of delta latency, ms (medians over the
+        waves)."""
+        ours = statistics.median(w.quantile(q) for w in self.waves[kind])
+        return ours - statistics.median(w.quantile(q) for w in self.waves["direct"])
+
+    @property
+    def failures(self) -> dict[str, int]:
+        return {k: sum(len(w.failures) for w in ws) for k, ws in self.waves.items()}
+
+
+def first_event(w: Wave, kind: str) -> float:
+    """The median time from request to first event of a wave's streams, ms."""
+    return statistics.median(w.first_events) if w.first_events else float("nan")
+
+
+FIGURES = {
+    "streams a second": ("streams/s", lambda w, kind: w.streams_per_s),
+    "CPU a delta chunk": ("µs", lambda w, kind: w.cpu_per_chunk[PROCESS[kind]]),
+    "time to first event, p50": ("ms", first_event),
+    "delta latency p50": ("ms", lambda w, kind: w.quantile(0.5)),
+    "delta latency p99": ("ms", lambda w, kind: w.quantile(0.99)),
+}
+EVERY_KIND = ("streams a second", "delta latency p50", "delta latency p99")  # direct too

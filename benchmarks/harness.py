@@ -3,8 +3,10 @@
 ``measure`` runs candidates round-robin: every round runs each candidate once, in an
 order that rotates from round to round, so a slow phase of a busy machine falls on all of
 them alike; the garbage collector is off while a candidate runs and collects between
-runs.  Each module adds rows (medians) and targets (ratios of medians) to one ``Report``,
-which prints the table and writes docs/benchmarks.md.
+runs.  ``steady`` takes a measurement again while a candidate's rounds spread more than
+``SPREAD_BOUND`` (their largest over their smallest).  Each module adds rows (medians)
+and targets (ratios of medians) to one ``Report``, which prints the table and writes
+docs/benchmarks.md; a row whose rounds still spread that much is marked unsteady there.
 """
 
 from __future__ import annotations
@@ -19,8 +21,20 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+SPREAD_BOUND = 1.5  # a median is published as steady when max / min of its rounds is under this
+TRIES = 3  # measurements of one path, at most, to get there
+BUSY = 0.25  # share of the machine's CPU others may use before a run is flagged busy
+BEST_OF = 3  # process timings a CLI sample keeps the shortest of
+
+
+def spread_of(samples: Sequence[float]) -> float:
+    """The largest sample over the smallest; infinite when one is not positive (a
+    difference of timings that noise outweighed)."""
+    low = min(samples)
+    return max(samples) / low if low > 0 else float("inf")
 
 
 @dataclass
@@ -34,10 +48,19 @@ class Row:
     unit: str
     samples: list[float]
     ours: bool = False
+    tries: int = 1  # measurements made of the path (see ``steady``)
 
     @property
     def spread(self) -> tuple[float, float]:
         return min(self.samples), max(self.samples)
+
+    @property
+    def spread_ratio(self) -> float:
+        return spread_of(self.samples)
+
+    @property
+    def steady(self) -> bool:
+        return self.spread_ratio < SPREAD_BOUND
 
 
 @dataclass
@@ -52,6 +75,7 @@ class Target:
     bound: float
     note: str = ""
     unit: str = "×"  # what ``ratio`` and ``bound`` count, when not a ratio (e.g. "ms")
+    steady: bool = True  # every median it is made of is steady
 
     @property
     def met(self) -> bool:
@@ -74,12 +98,22 @@ class Report:
         samples: dict[str, list[float]],
         unit: str,
         ours: Sequence[str] = ("ours",),
+        tries: int = 1,
     ) -> dict[str, float]:
-        """Rows for each candidate's samples; returns the medians."""
+        """Rows for each candidate's samples (taken in ``tries`` measurements); returns
+        the medians."""
         med = {name: statistics.median(ts) for name, ts in samples.items()}
         for name, ts in samples.items():
-            self.rows.append(Row(section, path, name, med[name], unit, ts, name in ours))
+            row = Row(section, path, name, med[name], unit, ts, name in ours, tries)
+            self.rows.append(row)
+            if not row.steady:
+                self.notes.append(unsteady_note(row))
         return med
+
+    def steady(self, section: str, path: str, names: Sequence[str]) -> bool:
+        """Whether the rows of ``names`` on ``path`` are all steady."""
+        rows = [r for r in self.rows if (r.section, r.path) == (section, path)]
+        return all(r.steady for r in rows if r.candidate in names)
 
     def target(
         self,
@@ -93,6 +127,7 @@ class Report:
         note: str = "",
     ) -> Target:
         t = Target(section, path, f"{num} / {den}", med[num] / med[den], op, bound, note)
+        t.steady = self.steady(section, path, (num, den))
         self.targets.append(t)
         return t
 
@@ -137,6 +172,39 @@ def measure(
         else:
             gc.disable()
     return out
+
+
+def unsteady_note(row: Row) -> str:
+    """Why a row's median is not steady: how far its rounds spread, after how many tries."""
+    low, high = row.spread
+    if low <= 0:
+        how = "a round measured no time at all (the noise outweighed the difference timed)"
+    else:
+        how = f"its rounds spread {row.spread_ratio:.2f}× (largest over smallest)"
+    tries = f" in each of {row.tries} measurements" if row.tries > 1 else ""
+    return (
+        f"Unsteady: {row.section}, {row.path}, {row.candidate}: {how}{tries}; its median is "
+        "a weaker figure than the others."
+    )
+
+
+def steady(
+    take: Callable[..., dict[str, list[float]]], *args: Any, tries: int = TRIES, **kw: Any
+) -> tuple[dict[str, list[float]], int]:
+    """The samples of ``take(*args, **kw)`` (``measure``, ``cli_per_unit``), taken again
+    (``tries`` times at most) while a candidate's spread is over ``SPREAD_BOUND``; the
+    steadiest measurement, and how many were made."""
+    best: dict[str, list[float]] = {}
+    best_worst = float("inf")
+    for n in range(1, tries + 1):
+        got = take(*args, **kw)
+        worst = max(spread_of(ts) for ts in got.values())
+        if not best or worst < best_worst:
+            best, best_worst = got, worst
+        if worst < SPREAD_BOUND:
+            return got, n
+        print(f"  spread {worst:.2f}× over the bound {SPREAD_BOUND:g}: measuring again")
+    return best, tries
 
 
 def run_process(cmd: list[str], stdin: Path, env: dict[str, str] | None = None) -> float:
@@ -187,7 +255,9 @@ def cli_per_unit(
     """µs per input unit through a command, startup cancelled.
 
     Each round times every command on the small and the large input (round-robin, order
-    rotating); a sample is (large - small) / ``units``, the units the large input has more.
+    rotating), each the shortest of ``BEST_OF`` runs (what a process spends starting
+    varies, and only ever adds); a sample is (large - small) / ``units``, the units the
+    large input has more.
     """
     names = list(cmds)
     out: dict[str, list[float]] = {name: [] for name in names}
@@ -196,8 +266,8 @@ def cli_per_unit(
     for r in range(rounds):
         order = names[r % len(names) :] + names[: r % len(names)]
         for name in order:
-            t_small = run_process(cmds[name], small)
-            t_large = run_process(cmds[name], large)
+            t_small = min(run_process(cmds[name], small) for _ in range(BEST_OF))
+            t_large = min(run_process(cmds[name], large) for _ in range(BEST_OF))
             out[name].append((t_large - t_small) / units * 1e6)
     return out
 
@@ -210,3 +280,57 @@ def load() -> str:
     """The load averages and the processor count, for the record."""
     one, five, fifteen = os.getloadavg()
     return f"{one:.2f} / {five:.2f} / {fifteen:.2f} (1 / 5 / 15 min) on {os.cpu_count()} cores"
+
+
+def _cpu_times() -> tuple[int, int]:
+    """Busy and total jiffies of all processors since boot (``/proc/stat``)."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle, iowait
+    total = sum(fields[:8])  # guest time is counted in user already
+    return total - idle, total
+
+
+def busy_share(seconds: float = 2.0) -> float | None:
+    """The share of the machine's CPU in use over ``seconds`` (0 to 1), by whatever runs;
+    None where ``/proc/stat`` cannot be read."""
+    try:
+        busy0, total0 = _cpu_times()
+        time.sleep(seconds)
+        busy1, total1 = _cpu_times()
+    except (OSError, ValueError, IndexError):
+        return None
+    return (busy1 - busy0) / max(total1 - total0, 1)
+
+
+@dataclass
+class Machine:
+    """The machine's state around a run: its load averages and the share of its CPU
+    other work used, measured while no benchmark ran (before the first and after the
+    last)."""
+
+    load_start: str = ""
+    load_end: str = ""
+    busy_start: float | None = None
+    busy_end: float | None = None
+
+    def before(self) -> None:
+        self.load_start, self.busy_start = load(), busy_share()
+
+    def after(self) -> None:
+        self.load_end, self.busy_end = load(), busy_share()
+
+    @property
+    def busy(self) -> bool:
+        return any(b is not None and b > BUSY for b in (self.busy_start, self.busy_end))
+
+    def summary(self) -> str:
+        def share(value: float | None) -> str:
+            return "unknown" if value is None else f"{value:.0%}"
+
+        text = (
+            f"CPU in use by other work: {share(self.busy_start)} before the run, "
+            f"{share(self.busy_end)} after it"
+        )
+        if self.busy:
+            return f"{text}: **a busy machine** (over {BUSY:.0%}); its figures are noisier"
+        return f"{text}: a quiet machine (under {BUSY:.0%} each time)"

@@ -10,12 +10,13 @@ from collections import defaultdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .harness import ROOT, Report, load
+from .gateway_load import PEER_SECTION
+from .harness import ROOT, SPREAD_BOUND, Machine, Report, Row, Target
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from .gateway_load import ChunkCost, GatewayLoad, Phase, Wave, WorkersLoad
+    from .gateway_load import ChunkCost, GatewayLoad, PeerPhase, Phase, Wave, WorkersLoad
 
 DOC = ROOT / "docs" / "benchmarks.md"
 PLOT = ROOT / "docs" / "benchmarks.png"
@@ -32,28 +33,64 @@ def _ratio(value: float) -> str:
     return f"{value:.2f}×" if value < 100 else f"{value:,.0f}×"
 
 
+def figure(row: Row) -> str:
+    """A row's median with its rounds' range and spread; never a figure at or below zero
+    (a difference of timings that noise outweighed)."""
+    low, high = row.spread
+    if row.median <= 0:
+        return f"below the noise ({row.unit})"
+    if low <= 0:
+        return f"{_fmt(row.median)} {row.unit} (unsteady: a round at or below zero)"
+    mark = "" if row.steady else ", unsteady"
+    return (
+        f"{_fmt(row.median)} {row.unit} ({_fmt(low)}–{_fmt(high)}, {row.spread_ratio:.2f}×{mark})"
+    )
+
+
+def _target_figure(t: Target, unit: str) -> str:
+    """A target's figure with its unit; one at or below zero (a difference that noise
+    outweighed) is not printed as a figure."""
+    if t.ratio <= 0:
+        return "≤ 0 (noise)"
+    return f"{t.ratio:.2f}{unit}" if t.ratio < 100 else f"{t.ratio:,.0f}{unit}"
+
+
+def verdict(t: Target) -> str:
+    """met or missed, and whether the medians it compares were steady."""
+    if t.bound == float("inf"):
+        return t.note
+    said = "met" if t.met else "missed"
+    return said if t.steady else f"{said} (from unsteady medians)"
+
+
 def table(report: Report) -> str:
     """One table: every path's medians, each candidate's ratio to ours."""
     lines = [
-        f"{'section':<20} {'path':<36} {'candidate':<16} {'median':>10} {'unit':<9} {'÷ ours':>8}",
+        f"{'section':<20} {'path':<36} {'candidate':<16} {'median':>10} {'unit':<9} {'÷ ours':>8}"
+        f" {'spread':>8}",
     ]
     ours = {(r.section, r.path): r.median for r in report.rows if r.ours}
     for r in report.rows:
         base = ours.get((r.section, r.path))
-        rel = _ratio(r.median / base) if base else ""
+        rel = _ratio(r.median / base) if base and base > 0 and r.median > 0 else ""
+        median = _fmt(r.median) if r.median > 0 else "noise"
+        spread = f"{r.spread_ratio:.2f}×" if r.spread[0] > 0 else "—"
+        flag = "" if r.steady else "  unsteady"
         lines.append(
-            f"{r.section:<20} {r.path:<36} {r.candidate:<16} {_fmt(r.median):>10} {r.unit:<9} {rel:>8}"
+            f"{r.section:<20} {r.path:<36} {r.candidate:<16} {median:>10} {r.unit:<9} {rel:>8}"
+            f" {spread:>8}{flag}"
         )
     lines.append("")
     lines.append(f"{'section':<20} {'path':<36} {'ratio':<42} {'got':>9} {'target':>9}  verdict")
     for t in report.targets:
         bound = "—" if t.bound == float("inf") else f"{t.op} {t.bound:g}"
-        verdict = t.note or "" if t.bound == float("inf") else ("met" if t.met else "MISSED")
+        said = verdict(t)
+        said = said.replace("missed", "MISSED") if t.bound != float("inf") else said
         if t.label == "seconds" or t.unit != "×":
-            got = f"{t.ratio:.2f} {'s' if t.label == 'seconds' else t.unit}"
+            got = _target_figure(t, f" {'s' if t.label == 'seconds' else t.unit}")
         else:
             got = _ratio(t.ratio)
-        lines.append(f"{t.section:<20} {t.path:<36} {t.label:<42} {got:>9} {bound:>9}  {verdict}")
+        lines.append(f"{t.section:<20} {t.path:<36} {t.label:<42} {got:>9} {bound:>9}  {said}")
     for section, path, mib, detail in report.memory:
         lines.append(f"{section:<20} {path:<36} peak {mib:.1f} MiB ({detail})")
     return "\n".join(lines)
@@ -84,12 +121,18 @@ def plot(report: Report) -> None:
 
     groups: dict[tuple[str, str], dict[str, float]] = defaultdict(dict)
     units: dict[tuple[str, str], str] = {}
+
+    def plotted(r: Row) -> bool:
+        if r.section == PEER_SECTION:
+            return not r.unit.endswith("/s") and r.median > 0
+        return r.section not in NOT_PLOTTED and r.median > 0
+
     for r in report.rows:
-        if r.section in NOT_PLOTTED:
+        if not plotted(r):
             continue
         groups[(r.section, r.path)][r.candidate] = r.median
         units[(r.section, r.path)] = r.unit
-    names = list(dict.fromkeys(r.candidate for r in report.rows if r.section not in NOT_PLOTTED))
+    names = list(dict.fromkeys(r.candidate for r in report.rows if plotted(r)))
     colors = dict(zip(names, plt.get_cmap("tab10").colors, strict=False))
     keys = list(groups)
     fig, ax = plt.subplots(figsize=(11, 0.55 * len(keys) * 1.6 + 1.5))
@@ -266,6 +309,62 @@ def cost_section(c: ChunkCost) -> list[str]:
     ]
 
 
+def peer_section(phases: list[PeerPhase]) -> list[str]:
+    """The "Gateway beside LiteLLM" section of docs/benchmarks.md."""
+    import statistics
+
+    from .gateway_load import FIGURES, PEER_CHUNKS, PEER_CLIENTS
+
+    out = [
+        "",
+        f"## {PEER_SECTION}",
+        "",
+        "`serve` and LiteLLM's proxy (its Responses bridge over a chat model, "
+        "`use_chat_completions_api`, no database, access log off as ours) in front of one "
+        f"fake upstream, each in a process of its own; waves of {PEER_CLIENTS} concurrent "
+        f"streams of {PEER_CHUNKS} deltas through each and straight to the upstream, in "
+        "turn (the order rotating each round).  Every stream must end with "
+        "`response.completed` and carry one delta event per delta chunk sent.  Medians "
+        "over the waves, with the range of the waves:",
+    ]
+    for phase in phases:
+        setup = phase.setup
+        pace = "every chunk at once" if setup.interval == 0 else f"a chunk every {setup.label}"
+        out += [
+            "",
+            f"**{setup.name}** ({pace}):",
+            "",
+            "| | gateway | LiteLLM | gateway ahead by |",
+            "| --- | ---: | ---: | ---: |",
+        ]
+        for name, (unit, _) in FIGURES.items():
+            ours, theirs = phase.figure("gateway", name), phase.figure("litellm", name)
+            mid, peer_mid = statistics.median(ours), statistics.median(theirs)
+            # a rate is better higher, a cost lower: the ratio is the gateway's lead
+            lead = mid / peer_mid if unit.endswith("/s") else peer_mid / mid
+            out.append(
+                f"| {name}, {unit} | {_fmt(mid)} ({_fmt(min(ours))}–{_fmt(max(ours))}) | "
+                f"{_fmt(peer_mid)} ({_fmt(min(theirs))}–{_fmt(max(theirs))}) | "
+                f"{_ratio(lead) if mid > 0 and peer_mid > 0 else '—'} |"
+            )
+        rss_ours, rss_peer = phase.rss["gateway"], phase.rss["litellm"]
+        out.append(
+            f"| RSS after a wave, MiB | {_fmt(statistics.median(rss_ours))} | "
+            f"{_fmt(statistics.median(rss_peer))} | "
+            f"{_ratio(statistics.median(rss_peer) / statistics.median(rss_ours))} |"
+        )
+        failed = phase.failures
+        started = len(phase.waves["gateway"]) * PEER_CLIENTS
+        out += [
+            "",
+            f"Failed streams: gateway {failed['gateway']} of {started}, LiteLLM "
+            f"{failed['litellm']} of {started}.  Straight from the upstream: "
+            f"{statistics.median(phase.figure('direct', 'streams a second')):.1f} streams a "
+            "second.",
+        ]
+    return out
+
+
 def workers_section(w: WorkersLoad, cores: int | None) -> list[str]:
     """The "Gateway workers" section of docs/benchmarks.md."""
     from .gateway_load import CLIENTS, WORKERS
@@ -293,12 +392,12 @@ def workers_section(w: WorkersLoad, cores: int | None) -> list[str]:
 
 def markdown(
     report: Report,
-    load_start: str,
-    load_end: str,
+    machine: Machine,
     elapsed: float,
     gateway: GatewayLoad | None = None,
     workers: WorkersLoad | None = None,
     cost: ChunkCost | None = None,
+    peer: list[PeerPhase] | None = None,
 ) -> str:
     out = [
         "# Benchmarks",
@@ -310,11 +409,14 @@ def markdown(
         "## Machine",
         "",
         *_machine(),
-        f"- load average at the start: {load_start}; at the end: {load_end}",
+        f"- load average at the start: {machine.load_start}; at the end: {machine.load_end}",
+        f"- {machine.summary()}",
         f"- the run took {elapsed / 60:.1f} minutes, {time.strftime('%Y-%m-%d', time.gmtime())}",
         "",
-        "The machine had other work running (its load is above), so the absolute figures",
-        "are pessimistic; the ratios are of candidates that ran in the same rounds.",
+        "Ratios are of candidates that ran in the same rounds.  Each median is given with",
+        "the range of its rounds and their spread (largest over smallest); a path whose",
+        f"spread is {SPREAD_BOUND:g}× or more is measured again (three times at most), and",
+        "a median still that spread is marked unsteady, with a note below.",
         "",
         "## Plot",
         "",
@@ -328,22 +430,17 @@ def markdown(
     ours = {(r.section, r.path): r.median for r in report.rows if r.ours}
     for r in report.rows:
         base = ours.get((r.section, r.path))
-        rel = _ratio(r.median / base) if base else ""
-        lo, hi = r.spread
-        out.append(
-            f"| {r.section} | {r.path} | {r.candidate} | {_fmt(r.median)} {r.unit} "
-            f"({_fmt(lo)}–{_fmt(hi)}) | {rel} |"
-        )
+        rel = _ratio(r.median / base) if base and base > 0 and r.median > 0 else ""
+        out.append(f"| {r.section} | {r.path} | {r.candidate} | {figure(r)} | {rel} |")
     out += ["", "## Targets", "", "| section | path | ratio | got | target | verdict |"]
     out.append("| --- | --- | --- | ---: | ---: | --- |")
     for t in report.targets:
-        if t.bound == float("inf"):
-            bound, verdict = "—", t.note
-        else:
-            bound, verdict = f"{t.op} {t.bound:g}", "met" if t.met else "**missed**"
+        bound = "—" if t.bound == float("inf") else f"{t.op} {t.bound:g}"
+        said = verdict(t)
+        said = said.replace("missed", "**missed**")
         unit = " s" if t.label == "seconds" else ("×" if t.unit == "×" else f" {t.unit}")
-        got = f"{t.ratio:.2f}{unit}" if t.ratio < 100 else f"{t.ratio:,.0f}{unit}"
-        out.append(f"| {t.section} | {t.path} | {t.label} | {got} | {bound} | {verdict} |")
+        got = _target_figure(t, unit)
+        out.append(f"| {t.section} | {t.path} | {t.label} | {got} | {bound} | {said} |")
     if report.memory:
         out += [
             "",
@@ -360,6 +457,8 @@ def markdown(
         out += gateway_section(gateway, os.cpu_count())
     if cost is not None:
         out += cost_section(cost)
+    if peer:
+        out += peer_section(peer)
     if workers is not None:
         out += workers_section(workers, os.cpu_count())
     out += ["", "## Checks made before timing", ""]
@@ -371,12 +470,13 @@ def markdown(
 
 def write(
     report: Report,
-    load_start: str,
+    machine: Machine,
     elapsed: float,
     gateway: GatewayLoad | None = None,
     workers: WorkersLoad | None = None,
     cost: ChunkCost | None = None,
+    peer: list[PeerPhase] | None = None,
 ) -> None:
     plot(report)
-    DOC.write_text(markdown(report, load_start, load(), elapsed, gateway, workers, cost))
+    DOC.write_text(markdown(report, machine, elapsed, gateway, workers, cost, peer))
     print(f"\nwrote {DOC.relative_to(ROOT)} and {PLOT.relative_to(ROOT)}")
