@@ -113,7 +113,7 @@ LOGPROBS = {"content": [{"token": "a", "logprob": -0.5, "bytes": [97], "top_logp
 @st.composite
 def chat_chunk(draw: st.DrawFn) -> Any:
     t = draw(texts)
-    kind = draw(st.integers(0, 23))
+    kind = draw(st.integers(0, 32))
     # mostly plain deltas, the bulk of real streams
     if kind <= 8:
         return _one({"content": t or "x"})
@@ -128,7 +128,15 @@ def chat_chunk(draw: st.DrawFn) -> Any:
         lambda: _one({"reasoning_content": t}),
         lambda: _one({"tool_calls": [{"index": 0, "id": "call_1", "function": {"name": "f"}}]}),
         lambda: _one({"tool_calls": [{"index": 0, "function": {"arguments": t}}]}),
-        lambda: _chunk([{"index": 0, "delta": {"content": t}}, {"index": 1, "delta": {}}]),
+        # a second call, whose arguments wait while the first is live
+        lambda: _one({"tool_calls": [{"index": 1, "id": "call_2", "function": {"name": "g"}}]}),
+        lambda: _one({"tool_calls": [{"index": 1, "function": {"arguments": t}}]}),
+        lambda: _one({"tool_calls": [{"index": 1, "function": {"arguments": t, "name": ""}}]}),
+        # shapes the typed decode of the fast path refuses or reads differently
+        lambda: _chunk([{"index": True, "delta": {"content": t}}]),
+        lambda: _chunk(["x"]),
+        lambda: {"choices": None, "usage": None},
+        lambda: _chunk([{"index": None, "delta": {"content": t}}]),
         lambda: _chunk([{"index": 1, "delta": {"content": t}}]),
         lambda: _chunk([{"index": 0, "delta": {"content": t}}, {"delta": {"content": "2"}}]),
         lambda: _one({"content": draw(st.sampled_from([5, None, ["x"]]))}),
@@ -211,6 +219,33 @@ def test_chat_fast_path_is_taken() -> None:
     for t in ["", "a", "b", "c"]:
         conv.feed_data_sse(json.dumps(_one({"content": t})))
     assert taken == [None, None, "b", "c"]
+
+
+def test_chat_fast_path_keeps_a_waiting_calls_arguments() -> None:
+    """Two calls one after the other: the second call's arguments, which wait while the
+    first is live, take the fast path too, and the stream is the general path's."""
+    first = [_one({"tool_calls": [{"index": 0, "id": "call_1", "function": {"name": "f"}}]})]
+    first += [_one({"tool_calls": [{"index": 0, "function": {"arguments": a}}]}) for a in "{}"]
+    second = [_one({"tool_calls": [{"index": 1, "id": "call_2", "function": {"name": "g"}}]})]
+    second += [
+        _one({"tool_calls": [{"index": 1, "function": {"arguments": a}}]}) for a in '{"x":1}'
+    ]
+    chunks = [json.dumps(c) for c in first + second] + [json.dumps(_one({}, finish_reason="stop"))]
+    conv = ChatToResponses(_proc("openai"), REQUEST)
+    waiting: list[str] = []  # the arguments taken while their call's item was not open
+    live = conv._live_args
+
+    def spy(chunk: Any) -> Any:
+        found = live(chunk)
+        if found is not None and found[0].handle is None:
+            waiting.append(found[1])
+        return found
+
+    conv._live_args = spy  # type: ignore[method-assign]
+    frames = _run_sse(conv, chunks, True)
+    assert frames == _run_sse(GeneralPath(_proc("openai"), REQUEST), chunks, True)
+    assert "".join(waiting) == '{"x":1}'  # each of the second call's fragments
+    assert b'"arguments":"{\\"x\\":1}"' in b"".join(frames)
 
 
 def test_chat_fast_path_keeps_pending_events_first() -> None:

@@ -16,6 +16,7 @@ from responses_stream import CountingIds
 from responses_stream._runtime.core.sse import to_json
 from responses_stream._runtime.core.sse_parse import (
     SSEDecodeError,
+    SSELimitError,
     SSEMessage,
     SSEParser,
     aparse_sse,
@@ -301,3 +302,44 @@ def test_generated_streams_split_anywhere_async(
     messages = asyncio.run(collect())
     check(events, dialect, messages)
     assert messages == parse(framed)
+
+
+SSE_TEXTS = st.lists(
+    st.sampled_from(
+        [
+            'data: {"a":1}\n\n',
+            "data: x\ndata: y\n\n",
+            'event: error\ndata: {"error":{}}\n\n',
+            ": comment\n\n",
+            "id: 7\ndata: z\n\n",
+            "data:no-space\r\n\r\n",
+            "event: e\n\n",
+            "data: é€😀\r\r",
+            "data: [DONE]\n\n",
+            "retry: 5\ndata: w\n",
+            "\n",
+        ]
+    ),
+    max_size=12,
+)
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(texts=SSE_TEXTS, data=st.data())
+def test_feed_data_gives_the_data_of_what_feed_gives(texts: list[str], data: st.DataObject) -> None:
+    raw = "".join(texts).encode()
+    whole, only = SSEParser(), SSEParser()
+    for piece in draw_pieces(data, raw):
+        assert only.feed_data(piece) == [m.data for m in whole.feed(piece)]
+    assert [m.data for m in only.close()] == [m.data for m in whole.close()]
+
+
+def test_feed_data_over_a_cap_keeps_the_events_before_it() -> None:
+    body = b"data: a\n\ndata: b\n\ndata: " + b"x" * 600 + b"\n\n"
+    whole, only = SSEParser(max_event_bytes=500), SSEParser(max_event_bytes=500)
+    with pytest.raises(SSELimitError) as by_feed:
+        whole.feed(body)
+    with pytest.raises(SSELimitError) as by_data:
+        only.feed_data(body)
+    assert [m.data for m in by_data.value.messages] == [m.data for m in by_feed.value.messages]
+    assert [m.data for m in by_data.value.messages] == ["a", "b"]

@@ -157,6 +157,7 @@ class SSEParser:
 
     __slots__ = (
         "_data",
+        "_data_only",
         "_data_size",
         "_decoder",
         "_event",
@@ -177,6 +178,7 @@ class SSEParser:
     ) -> None:
         self.max_line_bytes = _cap("max_line_bytes", max_line_bytes)
         self.max_event_bytes = _cap("max_event_bytes", max_event_bytes)
+        self._data_only = False  # feed_data: each event's data instead of its message
         self._reset()
 
     def _reset(self) -> None:
@@ -204,6 +206,21 @@ class SSEParser:
             raise
         return out
 
+    def feed_data(self, data: bytes) -> list[str]:
+        """``feed`` for a reader that needs only each event's data: the data of the events
+        the chunk completes, in order (no message is built for them).  On a cap, the
+        ``SSELimitError`` carries the completed events as messages without name or id."""
+        out: list[Any] = []
+        self._data_only = True
+        try:
+            self._text(self._decoder.decode(data), out)
+        except SSELimitError as exc:
+            exc.messages = [SSEMessage(None, d, None) for d in out]
+            raise
+        finally:
+            self._data_only = False
+        return out
+
     def close(self) -> list[SSEMessage]:
         """End the stream: flush the decoder and a last unterminated line and event."""
         out: list[SSEMessage] = []
@@ -220,7 +237,9 @@ class SSEParser:
         self._reset()
         return out
 
-    def _text(self, text: str, out: list[SSEMessage]) -> None:
+    def _text(self, text: str, out: list[Any]) -> None:
+        """Parse decoded ``text`` into ``out``: messages, or with ``_data_only`` their
+        data."""
         if not text:
             return
         if self._start:
@@ -256,17 +275,24 @@ class SSEParser:
         last = None if ended else events.pop()
         caps = [c for c in (self.max_line_bytes, self.max_event_bytes) if c is not None]
         small = min(caps) // 4 if caps else len(body)  # a UTF-8 character is at most 4 bytes
+        data_only = self._data_only
         for event in events:
             if len(event) <= small and not self._data and self._event is None:
                 if event[:6] == "data: " and "\n" not in event:
-                    out.append(_message(SSEMessage, (None, event[6:], self._id)))
+                    if data_only:
+                        out.append(event[6:])
+                    else:
+                        out.append(_message(SSEMessage, (None, event[6:], self._id)))
                     continue
                 if event[:7] == "event: ":  # a named event: its name line, one data line
                     nl = event.find("\n")
                     if event[nl + 1 : nl + 7] == "data: " and event.find("\n", nl + 1) < 0:
                         name = event[7:nl] if nl > 0 else ""
                         data = event[nl + 7 :]
-                        out.append(_message(SSEMessage, (name or None, data, self._id)))
+                        if data_only:
+                            out.append(data)
+                        else:
+                            out.append(_message(SSEMessage, (name or None, data, self._id)))
                         continue
             self._lines(event.split("\n"), out)
             self._dispatch(out)
@@ -284,7 +310,7 @@ class SSEParser:
             if self._pending_size > cap:
                 raise self._over("max_line_bytes", cap, self._pending_size)
 
-    def _lines(self, lines: list[str], out: list[SSEMessage]) -> None:
+    def _lines(self, lines: list[str], out: list[Any]) -> None:
         line_cap = self.max_line_bytes
         event_cap = self.max_event_bytes
         for line in lines:
@@ -313,9 +339,14 @@ class SSEParser:
                     self._id = value
             # "retry" and unknown fields are ignored
 
-    def _dispatch(self, out: list[SSEMessage]) -> None:
+    def _dispatch(self, out: list[Any]) -> None:
         if self._data:
-            out.append(_message(SSEMessage, (self._event or None, "\n".join(self._data), self._id)))
+            data = "\n".join(self._data)
+            out.append(
+                data
+                if self._data_only
+                else _message(SSEMessage, (self._event or None, data, self._id))
+            )
             self._data = []
             self._data_size = 0
         self._event = None

@@ -71,21 +71,23 @@ def _payload(data: str) -> str:
     return data if data[:1] == "{" else DataPayload(data)
 
 
-def _payloads(parser: SSEParser, raw: bytes) -> list[str]:
+def _payloads(parser: SSEParser, raw: bytes, mark: bool = True) -> list[str]:
     """The ``data:`` payloads of the events ``raw`` completes, fed to ``parser``.
 
     Input over the parser's caps ends the list with an ``InputFailure``; the events
     completed before the line that went over are kept (``SSELimitError.messages``).
-    Payloads that do not start with ``{`` are ``DataPayload``: they stay payloads if
-    given back to a chat API.
+    With ``mark``, payloads that do not start with ``{`` are ``DataPayload``: they stay
+    payloads if given back to a chat API (a converter fed them directly needs no mark).
     """
     try:
-        messages = parser.feed(raw)
+        payloads = parser.feed_data(raw)
     except SSELimitError as exc:
         out = [_payload(message.data) for message in exc.messages]
         out.append(InputFailure(f"the chat input is unreadable: {exc}", SSE_LIMIT_EXCEEDED))
         return out
-    return [m.data if m.data[:1] == "{" else DataPayload(m.data) for m in messages]
+    if not mark:
+        return payloads
+    return [d if d[:1] == "{" else DataPayload(d) for d in payloads]
 
 
 def _close(parser: SSEParser) -> list[str]:
@@ -209,7 +211,7 @@ class _Forms:
             return [_junk(item)]
         if parser is None:
             parser = self.parser = SSEParser()
-        return _payloads(parser, raw)
+        return _payloads(parser, raw, mark=False)  # fed to the converter, never handed out
 
     def feed(self, item: object) -> None:
         conv = self.conv
