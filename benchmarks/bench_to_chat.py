@@ -59,7 +59,7 @@ STREAMS = 4
 
 def run(report: Report, rounds: int, cli_rounds: int) -> None:
     small_sse = b"".join(ours_frames(shapes.chat_mixed(1)))
-    large_sse = b"".join(ours_frames(shapes.chat_mixed(4)))
+    large_sse = b"".join(ours_frames(shapes.chat_mixed(16)))  # its time outweighs startup
     events = small_sse.count(b"\n\n")
     extra = large_sse.count(b"\n\n") - events
     print(f"\n== {SECTION}: {events} events ==")
@@ -90,7 +90,7 @@ def run(report: Report, rounds: int, cli_rounds: int) -> None:
     loop.close()
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-"))
-    small, big = tmp / "responses-1.sse", tmp / "responses-4.sse"
+    small, big = tmp / "responses-1.sse", tmp / "responses-16.sse"
     small.write_bytes(small_sse)
     big.write_bytes(large_sse)
     cmds = {n: [python(), *args] for n, args in COMMANDS.items()}

@@ -175,17 +175,32 @@ def measure(
 
 
 def unsteady_note(row: Row) -> str:
-    """Why a row's median is not steady: how far its rounds spread, after how many tries."""
+    """Why a row's median is not steady: how far its rounds spread, after how many tries,
+    and whether one round alone made the spread."""
     low, high = row.spread
+    n = len(row.samples)
     if low <= 0:
         how = "a round measured no time at all (the noise outweighed the difference timed)"
     else:
-        how = f"its rounds spread {row.spread_ratio:.2f}× (largest over smallest)"
-    tries = f" in each of {row.tries} measurements" if row.tries > 1 else ""
+        how = f"its {n} rounds spread {row.spread_ratio:.2f}× ({_fmt(low)} to {_fmt(high)})"
+    tries = f", in each of {row.tries} measurements" if row.tries > 1 else ""
+    why = ""
+    ordered = sorted(row.samples)
+    for odd, rest in ((ordered[-1], ordered[:-1]), (ordered[0], ordered[1:])):
+        if n > 2 and spread_of(rest) < SPREAD_BOUND:
+            why = (
+                f": one round stood apart ({_fmt(odd)} {row.unit}, the median "
+                f"{_fmt(row.median)}); the other {n - 1} spread {spread_of(rest):.2f}×"
+            )
+            break
     return (
-        f"Unsteady: {row.section}, {row.path}, {row.candidate}: {how}{tries}; its median is "
-        "a weaker figure than the others."
+        f"Unsteady: {row.section}, {row.path}, {row.candidate}: {how}{tries}{why}.  Its "
+        "median is a weaker figure than a steady one."
     )
+
+
+def _fmt(value: float) -> str:
+    return f"{value:.3g}" if abs(value) < 100 else f"{value:,.0f}"
 
 
 def steady(
@@ -248,8 +263,8 @@ def peak_rss(cmd: list[str], stdin: Path | None = None) -> tuple[int, bytes]:
 def cli_per_unit(
     cmds: dict[str, list[str]],
     small: Path,
-    large: Path,
-    units: int,
+    large: Path | dict[str, Path],
+    units: int | dict[str, int],
     rounds: int,
 ) -> dict[str, list[float]]:
     """µs per input unit through a command, startup cancelled.
@@ -257,7 +272,8 @@ def cli_per_unit(
     Each round times every command on the small and the large input (round-robin, order
     rotating), each the shortest of ``BEST_OF`` runs (what a process spends starting
     varies, and only ever adds); a sample is (large - small) / ``units``, the units the
-    large input has more.
+    large input has more.  ``large`` and ``units`` may be given per command: a fast one
+    needs a larger input for the difference to outweigh the noise of a process start.
     """
     names = list(cmds)
     out: dict[str, list[float]] = {name: [] for name in names}
@@ -266,9 +282,11 @@ def cli_per_unit(
     for r in range(rounds):
         order = names[r % len(names) :] + names[: r % len(names)]
         for name in order:
+            big = large if isinstance(large, Path) else large[name]
+            extra = units if isinstance(units, int) else units[name]
             t_small = min(run_process(cmds[name], small) for _ in range(BEST_OF))
-            t_large = min(run_process(cmds[name], large) for _ in range(BEST_OF))
-            out[name].append((t_large - t_small) / units * 1e6)
+            t_large = min(run_process(cmds[name], big) for _ in range(BEST_OF))
+            out[name].append((t_large - t_small) / extra * 1e6)
     return out
 
 

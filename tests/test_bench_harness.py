@@ -73,3 +73,13 @@ def test_a_target_at_or_below_zero_is_not_printed_as_a_figure() -> None:
     r.targets.append(Target("S", "p", "ms added", -44.28, "<=", 5, unit="ms", steady=False))
     out = table(r)
     assert "-44" not in out and "≤ 0 (noise)" in out and "met (from unsteady medians)" in out
+
+
+def test_an_unsteady_note_says_when_one_round_stood_apart() -> None:
+    r = Report()
+    r.add("S", "p", {"ours": [22.6, 21.0, 23.1, 155.0, 22.0]}, "ms")
+    assert (
+        "one round stood apart (155 ms, the median 22.6); the other 4 spread 1.10×" in (r.notes[0])
+    )
+    r.add("S", "q", {"ours": [1.0, 2.0, 3.0, 4.0]}, "ms")
+    assert "stood apart" not in r.notes[1] and "4 rounds spread 4.00× (1 to 4)" in r.notes[1]
