@@ -21,7 +21,7 @@ import statistics
 import tempfile
 from contextlib import ExitStack
 
-from .bench_gateway import Bench, free_port, server
+from .bench_gateway import Bench, free_port, gateway_cmd, server, upstream_cmd
 from .gateway_load import (
     CLIENTS,
     COST_BOUND,
@@ -33,7 +33,7 @@ from .gateway_load import (
     Phase,
     Round,
 )
-from .harness import Report, Target, python
+from .harness import Report, Target
 
 UPSTREAM = "upstream (Starlette)"
 
@@ -73,10 +73,8 @@ def run(report: Report, quick: bool) -> ChunkCost:
     with ExitStack() as stack:
         up_port, gw_port = free_port(), free_port()
         upstream, gateway = f"http://127.0.0.1:{up_port}", f"http://127.0.0.1:{gw_port}"
-        up_cmd = [python(), "-m", "benchmarks.fake_chat_upstream", "--port", str(up_port)]
-        up_cmd += ["--interval", str(COST_SETUP.interval), "--starlette"]
-        gw_cmd = [python(), "-m", "responses_stream", "serve", "--upstream", f"{upstream}/v1"]
-        gw_cmd += ["--port", str(gw_port), "--store", "memory:", "--log-level", "warning"]
+        up_cmd = upstream_cmd(up_port, "--interval", str(COST_SETUP.interval), "--starlette")
+        gw_cmd = gateway_cmd(upstream, gw_port)
         up_log = stack.enter_context(tempfile.TemporaryFile())
         gw_log = stack.enter_context(tempfile.TemporaryFile())
         up = stack.enter_context(server(up_cmd, f"{upstream}/health", up_log))

@@ -28,9 +28,9 @@ from typing import Any
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
-from .bench_gateway import free_port, server
+from .bench_gateway import free_port, gateway_cmd, server, upstream_cmd
 from .gateway_load import SECTION
-from .harness import Report, Target, python
+from .harness import Report, Target
 
 CLIENTS = 40
 CHUNKS = 20
@@ -101,10 +101,8 @@ def run(report: Report, quick: bool) -> dict[str, float]:
     with ExitStack() as stack:
         up_port, gw_port = free_port(), free_port()
         upstream, gateway = f"http://127.0.0.1:{up_port}", f"http://127.0.0.1:{gw_port}"
-        up_cmd = [python(), "-m", "benchmarks.fake_chat_upstream", "--port", str(up_port)]
-        up_cmd += ["--chunks", str(CHUNKS), "--interval", str(INTERVAL)]
-        gw_cmd = [python(), "-m", "responses_stream", "serve", "--upstream", f"{upstream}/v1"]
-        gw_cmd += ["--port", str(gw_port), "--store", "memory:", "--log-level", "warning"]
+        up_cmd = upstream_cmd(up_port, "--chunks", str(CHUNKS), "--interval", str(INTERVAL))
+        gw_cmd = gateway_cmd(upstream, gw_port)
         up_log = stack.enter_context(tempfile.TemporaryFile())
         gw_log = stack.enter_context(tempfile.TemporaryFile())
         stack.enter_context(server(up_cmd, f"{upstream}/health", up_log))

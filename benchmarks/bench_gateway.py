@@ -67,6 +67,18 @@ TICK = os.sysconf("SC_CLK_TCK")
 
 
 # -- processes -------------------------------------------------------------------------
+def upstream_cmd(port: int, *args: str) -> list[str]:
+    """The fake upstream on ``port``, with its ``args`` (``--chunks``, ``--interval``, ...)."""
+    return [python(), "-m", "benchmarks.fake_chat_upstream", "--port", str(port), *args]
+
+
+def gateway_cmd(upstream: str, port: int) -> list[str]:
+    """``serve`` on ``port`` in front of ``upstream`` (its base URL), as every load test
+    runs it: the ``memory:`` store, warnings only."""
+    cmd = [python(), "-m", "responses_stream", "serve", "--upstream", f"{upstream}/v1"]
+    return cmd + ["--port", str(port), "--store", "memory:", "--log-level", "warning"]
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -139,12 +151,16 @@ class Read:
     first: int = 0  # ns, the first frame's arrival
 
 
-def gateway_frame(out: Read, frame: bytes, now: int) -> None:
-    name = frame[7 : frame.find(b"\n")] if frame.startswith(b"event: ") else frame[:80]
+def _event(out: Read, name: bytes, now: int) -> None:
+    """One Responses event, by its name, read at ``now``."""
     out.events += 1
     out.last = name
-    if name.endswith(b"_text.delta"):  # output_text, reasoning_text
+    if name.endswith(b"_text.delta"):  # output_text, reasoning_text, reasoning_summary_text
         out.arrivals.append(now)
+
+
+def gateway_frame(out: Read, frame: bytes, now: int) -> None:
+    _event(out, frame[7 : frame.find(b"\n")] if frame.startswith(b"event: ") else frame[:80], now)
 
 
 _TYPE = re.compile(rb'^data: \{"type":\s*"([^"]+)"')
@@ -157,11 +173,7 @@ def data_frame(out: Read, frame: bytes, now: int) -> None:
     if frame == b"data: [DONE]":  # sent after the terminal event by some; no event
         return
     found = _TYPE.match(frame)
-    name = found.group(1) if found else frame[:80]
-    out.events += 1
-    out.last = name
-    if name.endswith(b"_text.delta"):  # output_text, reasoning_text, reasoning_summary_text
-        out.arrivals.append(now)
+    _event(out, found.group(1) if found else frame[:80], now)
 
 
 def direct_frame(out: Read, frame: bytes, now: int) -> None:
@@ -361,11 +373,10 @@ def run_phase(
     phase = Phase(setup)
     up_port, gw_port = free_port(), free_port()
     upstream, gateway = f"http://127.0.0.1:{up_port}", f"http://127.0.0.1:{gw_port}"
-    up_cmd = [python(), "-m", "benchmarks.fake_chat_upstream", "--port", str(up_port)]
-    up_cmd += ["--chunks", str(setup.chunks), "--interval", str(setup.interval)]
-    up_cmd += upstream_args
-    gw_cmd = [python(), "-m", "responses_stream", "serve", "--upstream", f"{upstream}/v1"]
-    gw_cmd += ["--port", str(gw_port), "--store", "memory:", "--log-level", "warning"]
+    up_cmd = upstream_cmd(
+        up_port, "--chunks", str(setup.chunks), "--interval", str(setup.interval), *upstream_args
+    )
+    gw_cmd = gateway_cmd(upstream, gw_port)
     with (
         tempfile.TemporaryFile() as up_log,
         tempfile.TemporaryFile() as gw_log,

@@ -39,10 +39,12 @@ from .bench_gateway import (
     data_frame,
     direct_frame,
     free_port,
+    gateway_cmd,
     gateway_frame,
     rss,
     run_wave,
     server,
+    upstream_cmd,
 )
 from .gateway_load import (
     EVERY_KIND,
@@ -57,7 +59,7 @@ from .gateway_load import (
     Wave,
     first_event,
 )
-from .harness import Report, Target, python
+from .harness import Report, Target
 
 SECTION = PEER_SECTION
 LITELLM_ENV = "RESPONSES_STREAM_BENCH_LITELLM"
@@ -105,10 +107,8 @@ def run_phase(setup: Setup, litellm: str, rounds: int) -> PeerPhase:
     up_port, gw_port, ll_port = free_port(), free_port(), free_port()
     upstream = f"http://127.0.0.1:{up_port}"
     gateway, peer = f"http://127.0.0.1:{gw_port}", f"http://127.0.0.1:{ll_port}"
-    up_cmd = [python(), "-m", "benchmarks.fake_chat_upstream", "--port", str(up_port)]
-    up_cmd += ["--chunks", str(setup.chunks), "--interval", str(setup.interval)]
-    gw_cmd = [python(), "-m", "responses_stream", "serve", "--upstream", f"{upstream}/v1"]
-    gw_cmd += ["--port", str(gw_port), "--store", "memory:", "--log-level", "warning"]
+    up_cmd = upstream_cmd(up_port, "--chunks", str(setup.chunks), "--interval", str(setup.interval))
+    gw_cmd = gateway_cmd(upstream, gw_port)
     with ExitStack() as stack:
         folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-peer-")))
         config, log_config = _config(folder, upstream)

@@ -15,7 +15,7 @@ import tempfile
 from contextlib import ExitStack
 from pathlib import Path
 
-from .bench_gateway import Bench, free_port, server
+from .bench_gateway import Bench, free_port, server, upstream_cmd
 from .gateway_load import CLIENTS, FAST, WORKERS, WORKERS_SECTION, Phase, WorkersLoad
 from .harness import Report, Target, python
 
@@ -27,8 +27,7 @@ def run(report: Report, quick: bool) -> WorkersLoad:
     phases = {n: Phase(setup) for n in WORKERS}
     up_port = free_port()
     upstream = f"http://127.0.0.1:{up_port}"
-    up_cmd = [python(), "-m", "benchmarks.fake_chat_upstream", "--port", str(up_port)]
-    up_cmd += ["--chunks", str(setup.chunks), "--interval", str(setup.interval)]
+    up_cmd = upstream_cmd(up_port, "--chunks", str(setup.chunks), "--interval", str(setup.interval))
     with ExitStack() as stack:
         folder = Path(stack.enter_context(tempfile.TemporaryDirectory()))
         up_log = stack.enter_context(tempfile.TemporaryFile())

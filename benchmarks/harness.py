@@ -182,15 +182,15 @@ def unsteady_note(row: Row) -> str:
     if low <= 0:
         how = "a round measured no time at all (the noise outweighed the difference timed)"
     else:
-        how = f"its {n} rounds spread {row.spread_ratio:.2f}× ({_fmt(low)} to {_fmt(high)})"
+        how = f"its {n} rounds spread {row.spread_ratio:.2f}× ({fmt(low)} to {fmt(high)})"
     tries = f", in each of {row.tries} measurements" if row.tries > 1 else ""
     why = ""
     ordered = sorted(row.samples)
     for odd, rest in ((ordered[-1], ordered[:-1]), (ordered[0], ordered[1:])):
         if n > 2 and spread_of(rest) < SPREAD_BOUND:
             why = (
-                f": one round stood apart ({_fmt(odd)} {row.unit}, the median "
-                f"{_fmt(row.median)}); the other {n - 1} spread {spread_of(rest):.2f}×"
+                f": one round stood apart ({fmt(odd)} {row.unit}, the median "
+                f"{fmt(row.median)}); the other {n - 1} spread {spread_of(rest):.2f}×"
             )
             break
     return (
@@ -199,7 +199,8 @@ def unsteady_note(row: Row) -> str:
     )
 
 
-def _fmt(value: float) -> str:
+def fmt(value: float) -> str:
+    """A figure in three significant digits, or whole with thousands separated."""
     return f"{value:.3g}" if abs(value) < 100 else f"{value:,.0f}"
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .gateway_load import PEER_SECTION
-from .harness import ROOT, SPREAD_BOUND, Machine, Report, Row, Target
+from .harness import ROOT, SPREAD_BOUND, Machine, Report, Row, Target, fmt
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -25,10 +25,6 @@ NOTES = Path(__file__).resolve().parent / "notes.md"
 NOT_PLOTTED = ("make generate", "Gateway load", "Gateway workers")
 
 
-def _fmt(value: float) -> str:
-    return f"{value:.3g}" if value < 100 else f"{value:,.0f}"
-
-
 def _ratio(value: float) -> str:
     return f"{value:.2f}×" if value < 100 else f"{value:,.0f}×"
 
@@ -40,11 +36,9 @@ def figure(row: Row) -> str:
     if row.median <= 0:
         return f"below the noise ({row.unit})"
     if low <= 0:
-        return f"{_fmt(row.median)} {row.unit} (unsteady: a round at or below zero)"
+        return f"{fmt(row.median)} {row.unit} (unsteady: a round at or below zero)"
     mark = "" if row.steady else ", unsteady"
-    return (
-        f"{_fmt(row.median)} {row.unit} ({_fmt(low)}–{_fmt(high)}, {row.spread_ratio:.2f}×{mark})"
-    )
+    return f"{fmt(row.median)} {row.unit} ({fmt(low)}–{fmt(high)}, {row.spread_ratio:.2f}×{mark})"
 
 
 def _target_figure(t: Target, unit: str) -> str:
@@ -73,7 +67,7 @@ def table(report: Report) -> str:
     for r in report.rows:
         base = ours.get((r.section, r.path))
         rel = _ratio(r.median / base) if base and base > 0 and r.median > 0 else ""
-        median = _fmt(r.median) if r.median > 0 else "noise"
+        median = fmt(r.median) if r.median > 0 else "noise"
         spread = f"{r.spread_ratio:.2f}×" if r.spread[0] > 0 else "—"
         flag = "" if r.steady else "  unsteady"
         lines.append(
@@ -343,14 +337,14 @@ def peer_section(phases: list[PeerPhase]) -> list[str]:
             # a rate is better higher, a cost lower: the ratio is the gateway's lead
             lead = mid / peer_mid if unit.endswith("/s") else peer_mid / mid
             out.append(
-                f"| {name}, {unit} | {_fmt(mid)} ({_fmt(min(ours))}–{_fmt(max(ours))}) | "
-                f"{_fmt(peer_mid)} ({_fmt(min(theirs))}–{_fmt(max(theirs))}) | "
+                f"| {name}, {unit} | {fmt(mid)} ({fmt(min(ours))}–{fmt(max(ours))}) | "
+                f"{fmt(peer_mid)} ({fmt(min(theirs))}–{fmt(max(theirs))}) | "
                 f"{_ratio(lead) if mid > 0 and peer_mid > 0 else '—'} |"
             )
         rss_ours, rss_peer = phase.rss["gateway"], phase.rss["litellm"]
         out.append(
-            f"| RSS after a wave, MiB | {_fmt(statistics.median(rss_ours))} | "
-            f"{_fmt(statistics.median(rss_peer))} | "
+            f"| RSS after a wave, MiB | {fmt(statistics.median(rss_ours))} | "
+            f"{fmt(statistics.median(rss_peer))} | "
             f"{_ratio(statistics.median(rss_peer) / statistics.median(rss_ours))} |"
         )
         failed = phase.failures

@@ -311,7 +311,7 @@ class ChatToResponses:
 
     def _fast_sse(self, chunk: Any) -> list[bytes] | None:
         """The frames of a chunk (a dict or a ``_QuickChunk``) that a fast path takes (it
-        only continues the open part, or the live call's arguments), else None."""
+        only continues the open part, or a known call's arguments), else None."""
         text = self._plain_text(chunk)
         if text is not None:
             fast = self._part_fast
@@ -499,7 +499,7 @@ class ChatToResponses:
 
     @staticmethod
     def _keep_args(call: _Call, args: str) -> None:
-        """Arguments for a call whose item is not open yet (``_live_args`` said so)."""
+        """Arguments kept for a call whose item is not open yet."""
         call.args.add(args)
         call.buffered += len(args)
 
@@ -785,8 +785,7 @@ class ChatToResponses:
                     "max_item_text_chars",
                     f"tool call {index}: arguments of {call.buffered + len(args)} characters",
                 )
-            call.args.add(args)
-            call.buffered += len(args)
+            self._keep_args(call, args)
             if call is self.live and call.id and call.name:
                 self._go_live(call)
 
