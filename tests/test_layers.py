@@ -1,8 +1,9 @@
 """The runtime's layers, as a contract: imports point down, and nothing imports in a circle.
 
-``generator/runtime/`` (copied into every generated package as ``_runtime``) has four
+``generator/runtime/`` (copied into every generated package as ``_runtime``) has five
 floors: ``core`` at the bottom; ``inputs`` and ``consumers`` on it, neither importing the
-other; ``gateway`` over them; ``cli`` on top.  Every import counts, those inside
+other; ``gateway`` over them, and the conformance kit (``check``) over ``consumers``;
+``cli`` on top.  Every import counts, those inside
 functions too.  The benchmark suite is held to the no-circle rule as well.
 """
 
@@ -22,7 +23,8 @@ MAY_IMPORT = {
     "inputs": {"inputs", "core"},
     "consumers": {"consumers", "core"},
     "gateway": {"gateway", "inputs", "consumers", "core", "version"},
-    "cli": {"cli", "gateway", "inputs", "consumers", "core", "version"},
+    "check": {"check", "consumers", "core", "version"},
+    "cli": {"cli", "gateway", "check", "inputs", "consumers", "core", "version"},
     "version": {"version"},
     "__init__": {"__init__"},
 }
@@ -103,8 +105,17 @@ def cycles(edges: dict[str, dict[str, int]]) -> list[list[str]]:
 
 def test_the_runtime_is_in_rooms_named_for_their_jobs() -> None:
     top = sorted(p.name for p in RUNTIME.iterdir() if not p.name.startswith("__pycache__"))
-    assert top == ["__init__.py", "cli.py", "consumers", "core", "gateway", "inputs", "version.py"]
-    for room in ("core", "inputs", "consumers", "gateway", "gateway/store"):
+    assert top == [
+        "__init__.py",
+        "check",
+        "cli.py",
+        "consumers",
+        "core",
+        "gateway",
+        "inputs",
+        "version.py",
+    ]
+    for room in ("core", "inputs", "consumers", "gateway", "gateway/store", "check"):
         doc = ast.get_docstring(ast.parse((RUNTIME / room / "__init__.py").read_text()))
         assert doc and len(doc.split()) >= 15, f"{room}/__init__.py needs a docstring of its job"
 

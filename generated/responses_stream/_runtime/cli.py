@@ -291,16 +291,58 @@ def cmd_to_chat(args: argparse.Namespace) -> int:
     return FAILED if failed else OK
 
 
+def cmd_check(args: argparse.Namespace) -> int:
+    """Drive the conformance scenarios against a live endpoint; exit 1 when one fails."""
+    try:
+        import openai  # noqa: F401
+
+        from .check.report import as_json, junit, passed, table
+        from .check.run import Target, run_checks, selected
+    except ImportError as exc:
+        raise _missing_extra("check", "check", exc) from None
+    if not args.url.startswith(("http://", "https://")):
+        raise UsageError(f"check: URL must start with http:// or https://, not {args.url!r}")
+    if args.timeout <= 0:
+        raise UsageError("check: --timeout must be a positive number of seconds")
+    try:
+        names = selected(_names(args.only), _names(args.skip), stateful=args.stateful)
+    except ValueError as exc:
+        raise UsageError(f"check: {exc}") from None
+    target = Target(
+        base_url=args.url,
+        model=args.model,
+        api_key=args.api_key or os.environ.get("OPENAI_API_KEY") or None,
+        dialect=args.dialect,
+        timeout=args.timeout,
+    )
+    outcomes = run_checks(target, names)
+    if args.junit:
+        Path(args.junit).write_bytes(junit(outcomes))
+    if args.json:
+        print(as_json(outcomes, args.url, args.model, args.dialect))
+    else:
+        print(table(outcomes))
+    return OK if passed(outcomes) else VIOLATIONS
+
+
+def _missing_extra(command: str, extra: str, exc: ImportError) -> UsageError:
+    return UsageError(
+        f"{command} needs the {extra} extra ({exc.name or exc} is missing): "
+        f"pip install 'responses-stream[{extra}]'"
+    )
+
+
+def _names(values: list[str] | None) -> list[str]:
+    return [name.strip() for value in values or () for name in value.split(",") if name.strip()]
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     """Run the gateway; its extra missing or a bad option is a usage error."""
     try:
         from .gateway.serve import ServeOptions, run
         from .gateway.tenancy import gateway_keys
     except ImportError as exc:
-        raise UsageError(
-            f"serve needs the gateway extra ({exc.name or exc} is missing): "
-            "pip install 'responses-stream[gateway]'"
-        ) from None
+        raise _missing_extra("serve", "gateway", exc) from None
     options = ServeOptions(
         upstream=args.upstream,
         config=args.config,
@@ -436,6 +478,26 @@ examples:
 
 stores: sqlite:///FILE (default, a file in the current folder), redis://host:port/db,
 memory: (lost on restart)
+"""
+
+CHECK = """\
+Drive conformance scenarios against a live Responses endpoint (URL is its base,
+.../v1) and judge every answer with the validator (--strict, rule ids), the
+strict openai SDK (OpenAI dialect) and the accumulator: a text answer, a length
+stop that must end incomplete, a forced tool call, parallel tool calls, a tool
+result on the next turn, JSON-schema output and reasoning, each streamed and not;
+a bad request answered with the OpenAI error shape; with --stateful, store, GET,
+previous_response_id and DELETE. A scenario the model did not exercise (it
+called no tool) is reported as such, never as a pass or a failure.
+"""
+
+CHECK_EXAMPLES = """\
+examples:
+  {prog} check http://127.0.0.1:8080/v1 --model my-model
+  {prog} check http://127.0.0.1:8080/openresponses/v1 --dialect openresponses --model m
+  {prog} check URL --model m --only text,length --junit check.xml --json
+
+exit codes: 0 every exercised scenario passed, 1 a scenario failed, 2 usage
 """
 
 TO_CHAT_EXAMPLES = """\
@@ -574,6 +636,32 @@ def build_parser() -> argparse.ArgumentParser:
         "file", nargs="?", default="-", metavar="FILE", help="the Responses stream, - for stdin"
     )
     c.set_defaults(func=cmd_to_chat)
+
+    k = command(
+        "check",
+        "test a Responses server the way strict clients read it (needs the check extra)",
+        CHECK,
+        CHECK_EXAMPLES,
+    )
+    k.add_argument("url", metavar="URL", help="the endpoint's base URL (.../v1)")
+    k.add_argument("--model", required=True, help="the model to ask")
+    k.add_argument(
+        "--api-key", metavar="KEY", help="sent as a bearer token (default: OPENAI_API_KEY)"
+    )
+    k.add_argument("--dialect", choices=DIALECTS, default="openai", help="the dialect judged")
+    k.add_argument(
+        "--only", action="append", metavar="NAMES", help="run these scenarios (comma-separated)"
+    )
+    k.add_argument("--skip", action="append", metavar="NAMES", help="leave these scenarios out")
+    k.add_argument(
+        "--stateful",
+        action="store_true",
+        help="also store a response, read it back, continue it and delete it",
+    )
+    k.add_argument("--timeout", type=float, default=120.0, metavar="S", help="for each request")
+    k.add_argument("--json", action="store_true", help="report as JSON")
+    k.add_argument("--junit", metavar="FILE", help="also write a JUnit XML report")
+    k.set_defaults(func=cmd_check)
 
     g = command("serve", "run the gateway (needs the gateway extra)", SERVE, SERVE_EXAMPLES)
     where = g.add_mutually_exclusive_group(required=True)
