@@ -150,6 +150,10 @@ def render_all(cat: Catalog, spec_dir: Path, *, with_models: bool = True) -> dic
             if path.is_file():
                 files[f"{pkg}/_vendor/{path.name}"] = path.read_text(encoding="utf-8")
     files[f"{pkg}/py.typed"] = ""
+    shim = Path(__file__).parent / "plugin" / "responses_stream_pytest.py"
+    files["responses_stream_pytest.py"] = header("generator/plugin/responses_stream_pytest.py") + (
+        shim.read_text(encoding="utf-8")
+    )
     support = Path(__file__).parent / "testing" / "support.py"
     files["tests/_support.py"] = header("generator/testing/support.py") + support.read_text(
         encoding="utf-8"

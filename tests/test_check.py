@@ -36,6 +36,7 @@ from responses_stream._runtime.check.run import (
     selected,
 )
 
+pytest_plugins = ["pytester"]
 EVERY = selected(stateful=True)
 
 
@@ -216,3 +217,119 @@ def test_a_bad_option_is_a_usage_error() -> None:
 def test_an_unreachable_server_fails_each_scenario_in_one_line() -> None:
     outcomes = run_checks(Target("http://127.0.0.1:9/v1", "m", timeout=5), ["text"])
     assert [(o.verdict, o.rules) for o in outcomes] == [(FAIL, ["UNREACHABLE"])]
+
+
+# -- the pytest plugin -------------------------------------------------------------------
+
+
+def test_the_pytest_plugin_runs_a_test_per_scenario_and_form(
+    gw: str, faulty: str, pytester: pytest.Pytester
+) -> None:
+    passed = pytester.runpytest_subprocess(
+        "-p",
+        "no:cacheprovider",
+        "--responses-url",
+        gw + "/v1",
+        "--responses-model",
+        "fake-model",
+        "-v",
+        timeout=300,
+    )
+    # seven scenarios in two forms and bad_request; two calls at once are not exercised
+    passed.assert_outcomes(passed=13, skipped=2)
+    passed.stdout.fnmatch_lines(["responses-conformance::text?stream? PASSED*"])
+    assert passed.ret == 0
+
+    failed = pytester.runpytest_subprocess(
+        "-p",
+        "no:cacheprovider",
+        "--responses-url",
+        faulty,
+        "--responses-model",
+        "drop-done",
+        "-k",
+        "text or bad_request",
+        timeout=300,
+    )
+    failed.assert_outcomes(passed=1, failed=2)
+    failed.stdout.fnmatch_lines(["*MISSING_DONE*", "*ERROR_SHAPE*"])
+
+
+def test_without_its_option_the_plugin_adds_no_test_and_imports_nothing(
+    pytester: pytest.Pytester,
+) -> None:
+    # a project testing its own copy of the package must get its own on import
+    pytester.makepyfile(
+        "import sys\n"
+        "def test_own():\n"
+        "    assert 'responses_stream_pytest' in sys.modules\n"
+        "    assert 'responses_stream' not in sys.modules\n"
+    )
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+
+
+@pytest.mark.parametrize(
+    "option,message",
+    [
+        (["--prompt", "no_such=hi"], "a prompt is NAME=TEXT"),
+        (["--prompt", "text"], "a prompt is NAME=TEXT"),
+        (["--extra-body", "{nope"], "--extra-body is not JSON"),
+        (["--extra-body", "[1]"], "--extra-body must be a JSON object"),
+        (["--max-output-tokens", "-1"], "--max-output-tokens must be 0"),
+        (["--timeout", "0"], "--timeout must be a positive"),
+    ],
+)
+def test_bad_kit_options_are_usage_errors(option: list[str], message: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "responses_stream", "check", "http://127.0.0.1:9/v1"]
+        + ["--model", "m", *option],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2 and message in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_prompts_extra_fields_and_the_token_cap_reach_the_server() -> None:
+    fake = ModelUpstream()
+    with fake.serve() as url, gateway(url + "/v1") as base:
+        target = Target(
+            base + "/v1",
+            "fake-model",
+            max_output_tokens=40,
+            prompts={"text": "Say only this."},
+            extra_body={"temperature": 0},
+        )
+        [streamed, plain] = run_checks(target, ["text"])
+        assert (streamed.verdict, plain.verdict) == (PASS, PASS)
+        sent = fake.requests[-1].body  # the chat request the gateway made of the last one
+        assert sent["temperature"] == 0 and sent["max_completion_tokens"] == 40
+        assert sent["messages"][-1]["content"] == "Say only this."
+
+
+def test_a_call_cut_by_the_token_limit_is_not_judged_but_an_earlier_one_is() -> None:
+    from responses_stream._runtime.check.scenarios import BY_NAME
+
+    def call(n: int, arguments: str) -> dict[str, str]:
+        return {
+            "type": "function_call",
+            "call_id": f"call_{n}",
+            "name": "get_weather",
+            "arguments": arguments,
+        }
+
+    cut = {"status": "incomplete", "incomplete_details": {"reason": "max_output_tokens"}}
+    parallel = BY_NAME["tool_parallel"].expect
+    assert parallel({**cut, "output": [call(1, '{"city": "Paris"}'), call(2, '{"ci')]}) == []
+    found = parallel({**cut, "output": [call(1, '{"ci'), call(2, '{"city": "Paris"}')]})
+    assert [rule for rule, _ in found] == ["TOOL_ARGUMENTS"]
+    glued = {"status": "completed", "output": [call(1, '{"city": "A"}{"city": "B"}')]}
+    assert [rule for rule, _ in parallel(glued)] == ["TOOL_CALLS_GLUED"]
+
+
+def test_a_rule_broken_many_times_is_reported_once_with_its_count() -> None:
+    outcome = Outcome("text", "stream", FAIL, [("A", "first"), ("B", "b"), ("A", "second")])
+    assert outcome.lines() == ["A: first (and 1 more)", "B: b"]
+    assert outcome.to_dict()["findings"][0] == {"rule": "A", "count": 2, "first_message": "first"}

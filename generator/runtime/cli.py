@@ -296,15 +296,19 @@ def cmd_check(args: argparse.Namespace) -> int:
         import openai  # noqa: F401
 
         from .check.report import as_json, junit, passed, table
-        from .check.run import Target, run_checks, selected
+        from .check.run import Target, parse_extra_body, parse_prompts, run_checks, selected
     except ImportError as exc:
         raise _missing_extra("check", "check", exc) from None
     if not args.url.startswith(("http://", "https://")):
         raise UsageError(f"check: URL must start with http:// or https://, not {args.url!r}")
     if args.timeout <= 0:
         raise UsageError("check: --timeout must be a positive number of seconds")
+    if args.max_output_tokens < 0:
+        raise UsageError("check: --max-output-tokens must be 0 (no limit) or more")
     try:
         names = selected(_names(args.only), _names(args.skip), stateful=args.stateful)
+        prompts = parse_prompts(args.prompt or ())
+        extra = parse_extra_body(args.extra_body)
     except ValueError as exc:
         raise UsageError(f"check: {exc}") from None
     target = Target(
@@ -313,6 +317,9 @@ def cmd_check(args: argparse.Namespace) -> int:
         api_key=args.api_key or os.environ.get("OPENAI_API_KEY") or None,
         dialect=args.dialect,
         timeout=args.timeout,
+        max_output_tokens=args.max_output_tokens or None,
+        prompts=prompts,
+        extra_body=extra,
     )
     outcomes = run_checks(target, names)
     if args.junit:
@@ -658,6 +665,24 @@ def build_parser() -> argparse.ArgumentParser:
         help="also store a response, read it back, continue it and delete it",
     )
     k.add_argument("--timeout", type=float, default=120.0, metavar="S", help="for each request")
+    k.add_argument(
+        "--max-output-tokens",
+        type=int,
+        default=256,
+        metavar="N",
+        help="each answer's max_output_tokens where a scenario sets none (0: no limit)",
+    )
+    k.add_argument(
+        "--prompt",
+        action="append",
+        metavar="NAME=TEXT",
+        help="the user prompt of scenario NAME, instead of its own; repeatable",
+    )
+    k.add_argument(
+        "--extra-body",
+        metavar="JSON",
+        help="fields added to every request body, as a JSON object: '{\"temperature\": 0}'",
+    )
     k.add_argument("--json", action="store_true", help="report as JSON")
     k.add_argument("--junit", metavar="FILE", help="also write a JUnit XML report")
     k.set_defaults(func=cmd_check)

@@ -184,7 +184,7 @@ def sdk_stream(raw: bytes, body: Mapping[str, Any], *, final: bool = True) -> li
             if final:
                 stream.get_final_response()
     except Exception as exc:  # whatever the SDK raises is what its user would see
-        return [("SDK_REJECTED", f"{type(exc).__name__}: {str(exc)[:300]}")]
+        return [("SDK_REJECTED", _raised(exc))]
     finally:
         client.close()
     return []
@@ -196,7 +196,29 @@ def sdk_json(answer: Mapping[str, Any], body: Mapping[str, Any]) -> list[Finding
     try:
         client.responses.create(**_sdk_kwargs(body))
     except Exception as exc:
-        return [("SDK_REJECTED", f"{type(exc).__name__}: {str(exc)[:300]}")]
+        return [("SDK_REJECTED", _raised(exc))]
     finally:
         client.close()
     return []
+
+
+def _raised(exc: BaseException) -> str:
+    """What the SDK raised; for a validation error, its first errors (field and what is
+    wrong), leaving out the members of an event union whose ``type`` did not match."""
+    text = f"{type(exc).__name__}: {str(exc)[:200]}"
+    cause = exc.__cause__
+    errors = getattr(cause, "errors", None)
+    if callable(errors):
+        every = errors()
+        # a union member whose ``type`` literal did not match is not the event's model
+        others = {
+            e["loc"][0]
+            for e in every
+            if e.get("type") == "literal_error" and e["loc"][1:] == ("type",)
+        }
+        found = [e for e in every if not e.get("loc") or e["loc"][0] not in others] or every
+        shown = [f"{'.'.join(str(p) for p in e.get('loc', ()))}: {e.get('msg')}" for e in found]
+        text += f" ({'; '.join(shown[:3])}{'; ...' if len(shown) > 3 else ''})"
+    elif cause is not None:
+        text += f" ({str(cause)[:200]})"
+    return text

@@ -25,11 +25,7 @@ def table(outcomes: Sequence[Outcome]) -> str:
         for row in rows
     ]
     lines.insert(1, "  ".join("-" * w for w in widths))
-    details = [
-        f"  {o.scenario} ({o.form}) {rule}: {message}"
-        for o in outcomes
-        for rule, message in o.findings
-    ]
+    details = [f"  {o.scenario} ({o.form}) {line}" for o in outcomes for line in o.lines()]
     counts = {v: sum(o.verdict == v for o in outcomes) for v in (PASS, FAIL, "not exercised")}
     summary = (
         f"{counts[PASS]} passed, {counts[FAIL]} failed, {counts['not exercised']} not exercised"
@@ -66,7 +62,7 @@ def junit(outcomes: Sequence[Outcome], suite: str = "responses-stream check") ->
         if o.verdict == FAIL:
             message = ", ".join(o.rules)
             failure = ET.SubElement(case, "failure", message=message)
-            failure.text = "\n".join(f"{rule}: {text}" for rule, text in o.findings)
+            failure.text = "\n".join(o.lines())
         elif o.verdict != PASS:
             ET.SubElement(case, "skipped", message=o.note or o.verdict)
     out: bytes = ET.tostring(root, encoding="utf-8", xml_declaration=True)

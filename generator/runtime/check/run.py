@@ -29,6 +29,8 @@ from .scenarios import (
 
 PASS, FAIL, NOT_RUN = "pass", "fail", NOT_EXERCISED
 FORMS = ("stream", "json")
+# enough for any scenario's answer; a model that rambles on is cut here, not at its context
+DEFAULT_MAX_OUTPUT_TOKENS = 256
 
 
 @dataclass
@@ -46,13 +48,33 @@ class Outcome:
     def rules(self) -> list[str]:
         return list(dict.fromkeys(rule for rule, _ in self.findings))
 
+    def by_rule(self) -> list[tuple[str, int, str]]:
+        """Each rule broken: how often, and its first message (a server that leaves a
+        field out of every delta breaks one rule a hundred times)."""
+        counts: dict[str, int] = {}
+        first: dict[str, str] = {}
+        for rule, message in self.findings:
+            counts[rule] = counts.get(rule, 0) + 1
+            first.setdefault(rule, message)
+        return [(rule, counts[rule], first[rule]) for rule in counts]
+
+    def lines(self) -> list[str]:
+        """One line a rule: ``RULE: first message (and N more)``."""
+        return [
+            f"{rule}: {message}" + (f" (and {count - 1} more)" if count > 1 else "")
+            for rule, count, message in self.by_rule()
+        ]
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "scenario": self.scenario,
             "form": self.form,
             "verdict": self.verdict,
             "rules": self.rules,
-            "findings": [{"rule": r, "message": m} for r, m in self.findings],
+            "findings": [
+                {"rule": rule, "count": count, "first_message": message}
+                for rule, count, message in self.by_rule()
+            ],
             "first_failing_event": self.first_failing or None,
             "note": self.note or None,
         }
@@ -67,6 +89,39 @@ class Target:
     api_key: str | None = None
     dialect: str = "openai"
     timeout: float = 120.0
+    # each answer's max_output_tokens, where a scenario sets none (None: the server's own)
+    max_output_tokens: int | None = DEFAULT_MAX_OUTPUT_TOKENS
+    # scenario name -> the user prompt to send instead of the scenario's own (a small
+    # model may need words of its own to call a tool or to reason)
+    prompts: Mapping[str, str] = field(default_factory=dict)
+    # fields added to every request body (sampling settings: {"temperature": 0})
+    extra_body: Mapping[str, Any] = field(default_factory=dict)
+
+
+def parse_extra_body(given: str | None) -> dict[str, Any]:
+    """``--extra-body``: a JSON object; ValueError saying what is wrong."""
+    if not given:
+        return {}
+    try:
+        value = json.loads(given)
+    except ValueError as exc:
+        raise ValueError(f"--extra-body is not JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise ValueError("--extra-body must be a JSON object")
+    return value
+
+
+def parse_prompts(given: Iterable[str]) -> dict[str, str]:
+    """``NAME=TEXT`` options as a prompt a scenario; ValueError naming a bad one."""
+    out = {}
+    for option in given:
+        name, sep, text = option.partition("=")
+        if not sep or name not in BY_NAME or not text:
+            raise ValueError(
+                f"a prompt is NAME=TEXT with NAME one of {', '.join(BY_NAME)}, not {option!r}"
+            )
+        out[name] = text
+    return out
 
 
 def selected(
@@ -129,7 +184,9 @@ class Checker:
 
     # -- the scenarios ------------------------------------------------------------
     def _scenario(self, scenario: Scenario, form: str) -> Outcome:
-        body = scenario.body(self.target.model)
+        body = self._capped(scenario.body(self.target.model))
+        if scenario.name in self.target.prompts:
+            body["input"] = self.target.prompts[scenario.name]
         if scenario.needs_call:
             first = self._ask(
                 {**body, "tool_choice": {"type": "function", "name": "get_weather"}}, form
@@ -138,7 +195,8 @@ class Checker:
             if failed is not None:
                 return failed
             assert first.response is not None
-            calls = output_items(first.response, "function_call")
+            # the calls a client could run: a call the token limit cut is not one
+            calls = [c for c in output_items(first.response, "function_call") if _runnable(c)]
             if not calls:
                 return Outcome(scenario.name, form, NOT_RUN, note="the first turn called no tool")
             body = {
@@ -169,6 +227,13 @@ class Checker:
         return Outcome(
             scenario.name, form, PASS, note=f"{judged.events} events" if judged.events else ""
         )
+
+    def _capped(self, body: dict[str, Any]) -> dict[str, Any]:
+        """``body`` with the target's output token limit, unless it sets its own, and
+        the target's extra fields."""
+        limit = self.target.max_output_tokens
+        capped = body if limit is None else {"max_output_tokens": limit, **body}
+        return {**capped, **self.target.extra_body}
 
     def _failed(self, name: str, form: str, judged: Judged) -> Outcome | None:
         """The failing outcome of an answer the readers rejected, or that has no response."""
@@ -216,7 +281,9 @@ class Checker:
         findings: list[Finding] = []
         created = http.post(
             "/responses",
-            json={"model": model, "input": "Remember the word 'harbor'.", "store": True},
+            json=self._capped(
+                {"model": model, "input": "Remember the word 'harbor'.", "store": True}
+            ),
         )
         first = judge_json(
             created.status_code, _json(created.content), {"model": model}, self.target.dialect
@@ -232,7 +299,9 @@ class Checker:
             findings.append(("STORED_GET", f"GET /responses/{rid}: HTTP {got.status_code}"))
         elif stored.get("output") != first.response.get("output"):
             findings.append(("STORED_GET", "the stored response's output is not the one answered"))
-        body = {"model": model, "input": "Which word was it?", "previous_response_id": rid}
+        body = self._capped(
+            {"model": model, "input": "Which word was it?", "previous_response_id": rid}
+        )
         follow = self._ask(body, "stream")
         findings += follow.findings
         if follow.response is not None and follow.response.get("previous_response_id") != rid:
@@ -270,6 +339,12 @@ def error_shape(status: int, content: bytes) -> list[Finding]:
     if missing or not isinstance(error.get("message"), str):
         return [("ERROR_SHAPE", f"the error object lacks {', '.join(missing) or 'a message'}")]
     return []
+
+
+def _runnable(call: Mapping[str, Any]) -> bool:
+    """Whether a function call's arguments are a JSON object (a client can run it)."""
+    arguments = call.get("arguments")
+    return isinstance(arguments, str) and isinstance(_json(arguments.encode()), dict)
 
 
 def _json(content: bytes) -> Any:

@@ -1,7 +1,9 @@
 """The conformance scenarios: what each asks a Responses server, and what it expects.
 
-A scenario builds its request bodies (``requests``) and judges the final response of
-its last turn (``expect``).  ``expect`` returns the broken rules (id, message), or
+A scenario builds the request body of its last turn (``body``) and judges the final
+response of that turn (``expect``).  Every answer may end at the token limit the kit
+sets (``incomplete``, ``max_output_tokens``); what a cut answer cannot show (whole
+JSON, any text at all) is then not exercised.  ``expect`` returns the broken rules (id, message), or
 :data:`NOT_EXERCISED` when the model did not do what the scenario needs (it answered
 without calling the tool, it stopped before the token limit): the kit judges the
 server's protocol, never the model's choices.
@@ -67,19 +69,32 @@ def output_text(response: Mapping[str, Any]) -> str:
     )
 
 
-def _status(response: Mapping[str, Any], *allowed: str) -> list[Finding]:
+def truncated(response: Mapping[str, Any]) -> bool:
+    """Whether the response ended at the output token limit (``incomplete``, for
+    ``max_output_tokens``)."""
+    details = response.get("incomplete_details")
+    reason = details.get("reason") if isinstance(details, Mapping) else None
+    return response.get("status") == "incomplete" and reason == "max_output_tokens"
+
+
+def _ended(response: Mapping[str, Any]) -> list[Finding]:
+    """A response that ended as an answer does: ``completed``, or ``incomplete`` at the
+    token limit (the kit caps every answer, see ``Target.max_output_tokens``)."""
     status = response.get("status")
-    if status in allowed:
+    if status == "completed" or truncated(response):
         return []
     error = response.get("error")
     detail = f" ({error.get('message')})" if isinstance(error, Mapping) else ""
-    return [("RESPONSE_STATUS", f"status {status!r}, expected {' or '.join(allowed)}{detail}")]
+    return [("RESPONSE_STATUS", f"status {status!r}, expected completed{detail}")]
 
 
 def _calls(response: Mapping[str, Any]) -> list[Finding]:
-    """Each function call well formed: a call id of its own, a name, JSON object arguments."""
+    """Each function call well formed: a call id of its own, a name, JSON object arguments
+    (but for the last item of a response cut at the token limit: the limit cut it)."""
     found: list[Finding] = []
     ids: set[str] = set()
+    output = response.get("output")
+    cut = output[-1] if truncated(response) and isinstance(output, list) and output else None
     for call in output_items(response, "function_call"):
         call_id, name = call.get("call_id"), call.get("name")
         if not isinstance(call_id, str) or not call_id:
@@ -93,22 +108,19 @@ def _calls(response: Mapping[str, Any]) -> list[Finding]:
             parsed = json.loads(arguments) if isinstance(arguments, str) else None
         except ValueError:
             parsed = None
-        if not isinstance(parsed, dict):
+        if not isinstance(parsed, dict) and call is not cut:
             glued = isinstance(arguments, str) and "}{" in arguments.replace(" ", "")
             rule = "TOOL_CALLS_GLUED" if glued else "TOOL_ARGUMENTS"
-            found.append(
-                (
-                    rule,
-                    f"function call {name!r}: arguments are not one JSON object: "
-                    f"{str(arguments)[:120]!r}",
-                )
-            )
+            message = f"function call {name!r}: arguments are not one JSON object"
+            found.append((rule, f"{message}: {str(arguments)[:120]!r}"))
     return found
 
 
 def _text(response: Mapping[str, Any]) -> list[Finding] | str:
-    found = _status(response, "completed")
+    found = _ended(response)
     if not found and not output_text(response):
+        if truncated(response):
+            return NOT_EXERCISED  # the limit came before any text (reasoning took it)
         found.append(("EMPTY_ANSWER", "a completed response with no output_text"))
     return found
 
@@ -138,11 +150,11 @@ def _length(response: Mapping[str, Any]) -> list[Finding] | str:
         ]
     if status == "completed":
         return NOT_EXERCISED  # the model stopped on its own before the limit
-    return _status(response, "incomplete")
+    return _ended(response)
 
 
 def _forced(response: Mapping[str, Any]) -> list[Finding] | str:
-    found = _status(response, "completed")
+    found = _ended(response)
     calls = output_items(response, "function_call")
     if not calls:
         return found or NOT_EXERCISED
@@ -153,7 +165,7 @@ def _forced(response: Mapping[str, Any]) -> list[Finding] | str:
 
 
 def _parallel(response: Mapping[str, Any]) -> list[Finding] | str:
-    found = _status(response, "completed") + _calls(response)
+    found = _ended(response) + _calls(response)
     calls = output_items(response, "function_call")
     if len(calls) < 2 and not any(rule == "TOOL_CALLS_GLUED" for rule, _ in found):
         return found or NOT_EXERCISED
@@ -161,13 +173,15 @@ def _parallel(response: Mapping[str, Any]) -> list[Finding] | str:
 
 
 def _tool_result(response: Mapping[str, Any]) -> list[Finding] | str:
-    return _status(response, "completed") + _calls(response)
+    return _ended(response) + _calls(response)
 
 
 def _json_schema(response: Mapping[str, Any]) -> list[Finding] | str:
-    found = _status(response, "completed")
+    found = _ended(response)
     if found:
         return found
+    if truncated(response):
+        return NOT_EXERCISED  # cut at the limit: the JSON cannot be whole
     text = output_text(response)
     try:
         value = json.loads(text)
@@ -179,7 +193,7 @@ def _json_schema(response: Mapping[str, Any]) -> list[Finding] | str:
 
 
 def _reasoning(response: Mapping[str, Any]) -> list[Finding] | str:
-    found = _status(response, "completed")
+    found = _ended(response)
     if not output_items(response, "reasoning"):
         return found or NOT_EXERCISED
     return found

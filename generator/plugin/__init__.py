@@ -1,0 +1,1 @@
+"""The pytest plugin shim, written beside the generated package as a top-level module."""
