@@ -333,3 +333,29 @@ def test_a_rule_broken_many_times_is_reported_once_with_its_count() -> None:
     outcome = Outcome("text", "stream", FAIL, [("A", "first"), ("B", "b"), ("A", "second")])
     assert outcome.lines() == ["A: first (and 1 more)", "B: b"]
     assert outcome.to_dict()["findings"][0] == {"rule": "A", "count": 2, "first_message": "first"}
+
+
+def test_every_rule_the_kit_reports_is_listed_and_documented() -> None:
+    from responses_stream._runtime.check.rules import KIT_RULES
+    from responses_stream._runtime.consumers.validate import RULES
+
+    root = Path(__file__).resolve().parents[1]
+    source = "".join(
+        p.read_text(encoding="utf-8") for p in (root / "generator/runtime/check").glob("*.py")
+    )
+    # a finding's rule: a tuple's first string, or chosen by a conditional
+    found = re.findall(r'(?:\(\s*|rule = |else |rule == )"([A-Z][A-Z_]{3,})"', source)
+    named = set(found) - {"POST", "OPENAI_API_KEY"} - set(RULES)
+    assert named == set(KIT_RULES)
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    assert [rule for rule in KIT_RULES if f"| `{rule}` |" not in readme] == []
+    done = subprocess.run(
+        [sys.executable, "-m", "responses_stream", "check", "--rules"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0
+    assert [line.split()[0] for line in done.stdout.splitlines()[: len(KIT_RULES)]] == list(
+        KIT_RULES
+    )

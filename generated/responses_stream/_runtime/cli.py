@@ -300,6 +300,15 @@ def cmd_check(args: argparse.Namespace) -> int:
         from .check.run import Target, parse_extra_body, parse_prompts, run_checks, selected
     except ImportError as exc:
         raise _missing_extra("check", "check", exc) from None
+    if args.rules:
+        from .check.rules import KIT_RULES
+
+        for rule, meaning in KIT_RULES.items():
+            print(f"{rule:<26} {meaning}")
+        print(f"\nand the validator's, under --strict: {_prog()} validate --rules --strict")
+        return OK
+    if args.url is None or args.model is None:
+        raise UsageError("check: give the URL and --model (or --rules)")
     if not args.url.startswith(("http://", "https://")):
         raise UsageError(f"check: URL must start with http:// or https://, not {args.url!r}")
     if args.timeout <= 0:
@@ -650,8 +659,9 @@ def build_parser() -> argparse.ArgumentParser:
         CHECK,
         CHECK_EXAMPLES,
     )
-    k.add_argument("url", metavar="URL", help="the endpoint's base URL (.../v1)")
-    k.add_argument("--model", required=True, help="the model to ask")
+    k.add_argument("url", nargs="?", metavar="URL", help="the endpoint's base URL (.../v1)")
+    k.add_argument("--model", help="the model to ask (required with URL)")
+    k.add_argument("--rules", action="store_true", help="list the kit's own rules and exit")
     k.add_argument(
         "--api-key", metavar="KEY", help="sent as a bearer token (default: OPENAI_API_KEY)"
     )
