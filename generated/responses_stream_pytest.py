@@ -46,7 +46,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         type=float,
         default=120.0,
         metavar="S",
-        help="for each request (default: %(default)s)",
+        help="the longest wait for a connection, the answer's headers, or each read of it"
+        " (default: %(default)s)",
     )
     group.addoption(
         "--responses-prompt",

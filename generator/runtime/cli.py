@@ -674,7 +674,13 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="also store a response, read it back, continue it and delete it",
     )
-    k.add_argument("--timeout", type=float, default=120.0, metavar="S", help="for each request")
+    k.add_argument(
+        "--timeout",
+        type=float,
+        default=120.0,
+        metavar="S",
+        help="the longest wait for a connection, the answer's headers, or each read of it",
+    )
     k.add_argument(
         "--max-output-tokens",
         type=int,
