@@ -294,10 +294,8 @@ def cmd_to_chat(args: argparse.Namespace) -> int:
 def cmd_check(args: argparse.Namespace) -> int:
     """Drive the conformance scenarios against a live endpoint; exit 1 when one fails."""
     try:
-        import openai  # noqa: F401
-
         from .check.report import as_json, junit, passed, table
-        from .check.run import Target, parse_extra_body, parse_prompts, run_checks, selected
+        from .check.run import make_target, run_checks, selected
     except ImportError as exc:
         raise _missing_extra("check", "check", exc) from None
     if args.rules:
@@ -317,20 +315,18 @@ def cmd_check(args: argparse.Namespace) -> int:
         raise UsageError("check: --max-output-tokens must be 0 (no limit) or more")
     try:
         names = selected(_names(args.only), _names(args.skip), stateful=args.stateful)
-        prompts = parse_prompts(args.prompt or ())
-        extra = parse_extra_body(args.extra_body)
+        target = make_target(
+            args.url,
+            args.model,
+            api_key=args.api_key,
+            dialect=args.dialect,
+            timeout=args.timeout,
+            max_output_tokens=args.max_output_tokens,
+            prompts=args.prompt or (),
+            extra_body=args.extra_body,
+        )
     except ValueError as exc:
         raise UsageError(f"check: {exc}") from None
-    target = Target(
-        base_url=args.url,
-        model=args.model,
-        api_key=args.api_key or os.environ.get("OPENAI_API_KEY") or None,
-        dialect=args.dialect,
-        timeout=args.timeout,
-        max_output_tokens=args.max_output_tokens or None,
-        prompts=prompts,
-        extra_body=extra,
-    )
     outcomes = run_checks(target, names)
     if args.junit:
         Path(args.junit).write_bytes(junit(outcomes))

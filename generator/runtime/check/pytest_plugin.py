@@ -11,7 +11,6 @@ package (a project's own copy of it, on its own path, stays the one its tests se
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -30,12 +29,11 @@ class Conformance(pytest.Collector):
     """The scenarios, as items sharing one checker."""
 
     def collect(self) -> Iterator[ScenarioItem]:
-        from .run import FORMS, SCENARIOS, selected
+        from .run import forms_of, selected
 
-        forms_of = {scenario.name: FORMS for scenario in SCENARIOS}
         stateful = bool(self.config.getoption("--responses-stateful"))
         for name in selected(stateful=stateful):
-            for form in forms_of.get(name, ("json",)):
+            for form in forms_of(name):
                 yield ScenarioItem.from_parent(
                     self, name=f"{name}[{form}]", scenario=name, form=form
                 )
@@ -43,18 +41,18 @@ class Conformance(pytest.Collector):
     def checker(self) -> Any:
         checker = getattr(self, "_checker", None)
         if checker is None:
-            from .run import Checker, Target, parse_extra_body, parse_prompts
+            from .run import Checker, make_target
 
             option = self.config.getoption
-            target = Target(
-                base_url=option("--responses-url"),
-                model=option("--responses-model"),
-                api_key=option("--responses-api-key") or os.environ.get("OPENAI_API_KEY") or None,
+            target = make_target(
+                option("--responses-url"),
+                option("--responses-model"),
+                api_key=option("--responses-api-key"),
                 dialect=option("--responses-dialect"),
                 timeout=option("--responses-timeout"),
-                max_output_tokens=option("--responses-max-output-tokens") or None,
-                prompts=parse_prompts(option("--responses-prompt") or ()),
-                extra_body=parse_extra_body(option("--responses-extra-body")),
+                max_output_tokens=option("--responses-max-output-tokens"),
+                prompts=option("--responses-prompt") or (),
+                extra_body=option("--responses-extra-body"),
             )
             checker = self._checker = Checker(target)
             self.config.add_cleanup(checker.close)

@@ -9,9 +9,12 @@ back, continues it with ``previous_response_id`` and deletes it.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+import httpx2
 
 from .judge import Judged, judge_json, judge_stream
 from .scenarios import (
@@ -24,6 +27,7 @@ from .scenarios import (
     TOOL_RESULT,
     Finding,
     Scenario,
+    arguments_object,
     output_items,
 )
 
@@ -46,7 +50,7 @@ class Outcome:
 
     @property
     def rules(self) -> list[str]:
-        return list(dict.fromkeys(rule for rule, _ in self.findings))
+        return [rule for rule, _, _ in self.by_rule()]
 
     def by_rule(self) -> list[tuple[str, int, str]]:
         """Each rule broken: how often, and its first message (a server that leaves a
@@ -98,6 +102,32 @@ class Target:
     extra_body: Mapping[str, Any] = field(default_factory=dict)
 
 
+def make_target(
+    url: str,
+    model: str,
+    *,
+    api_key: str | None = None,
+    dialect: str = "openai",
+    timeout: float = 120.0,
+    max_output_tokens: int = DEFAULT_MAX_OUTPUT_TOKENS,
+    prompts: Iterable[str] = (),
+    extra_body: str | None = None,
+) -> Target:
+    """The target options describe (the command's and the pytest plugin's): the key
+    defaults to ``OPENAI_API_KEY``, a token limit of 0 is none, ``prompts`` are
+    ``NAME=TEXT`` and ``extra_body`` JSON; ValueError for a bad one."""
+    return Target(
+        base_url=url,
+        model=model,
+        api_key=api_key or os.environ.get("OPENAI_API_KEY") or None,
+        dialect=dialect,
+        timeout=timeout,
+        max_output_tokens=max_output_tokens or None,
+        prompts=parse_prompts(prompts),
+        extra_body=parse_extra_body(extra_body),
+    )
+
+
 def parse_extra_body(given: str | None) -> dict[str, Any]:
     """``--extra-body``: a JSON object; ValueError saying what is wrong."""
     if not given:
@@ -124,6 +154,12 @@ def parse_prompts(given: Iterable[str]) -> dict[str, str]:
     return out
 
 
+def forms_of(name: str) -> tuple[str, ...]:
+    """The forms scenario ``name`` runs in: streamed and not, or one (``json``) for the
+    two judged on their own terms."""
+    return FORMS if name in BY_NAME else ("json",)
+
+
 def selected(
     only: Iterable[str] = (), skip: Iterable[str] = (), stateful: bool = False
 ) -> list[str]:
@@ -141,8 +177,6 @@ class Checker:
     library (``httpx2``) of its own."""
 
     def __init__(self, target: Target) -> None:
-        import httpx2
-
         self.target = target
         headers = {"authorization": f"Bearer {target.api_key}"} if target.api_key else {}
         self.http = httpx2.Client(
@@ -167,17 +201,15 @@ class Checker:
             out += self.run_one(name)
         return out
 
-    def run_one(self, name: str, forms: Iterable[str] = FORMS) -> list[Outcome]:
-        """The outcomes of scenario ``name``: one per form (one for the two judged on
-        their own terms)."""
-        import httpx2
-
+    def run_one(self, name: str, forms: Iterable[str] | None = None) -> list[Outcome]:
+        """The outcomes of scenario ``name``: one per form (by default each of
+        :func:`forms_of`)."""
         try:
             if name == BAD_REQUEST:
                 return [self._bad_request()]
             if name == STATEFUL:
                 return [self._stateful()]
-            return [self._scenario(BY_NAME[name], form) for form in forms]
+            return [self._scenario(BY_NAME[name], form) for form in forms or forms_of(name)]
         except httpx2.HTTPError as exc:
             finding = ("UNREACHABLE", f"{type(exc).__name__}: {exc}")
             return [Outcome(name, "-", FAIL, [finding])]
@@ -196,7 +228,9 @@ class Checker:
                 return failed
             assert first.response is not None
             # the calls a client could run: a call the token limit cut is not one
-            calls = [c for c in output_items(first.response, "function_call") if _runnable(c)]
+            calls = [
+                c for c in output_items(first.response, "function_call") if arguments_object(c)
+            ]
             if not calls:
                 return Outcome(scenario.name, form, NOT_RUN, note="the first turn called no tool")
             body = {
@@ -221,7 +255,7 @@ class Checker:
         assert judged.response is not None
         expected = scenario.expect(judged.response)
         if isinstance(expected, str):
-            return Outcome(scenario.name, form, NOT_RUN, note=_not_exercised(scenario.name))
+            return Outcome(scenario.name, form, NOT_RUN, note=expected)
         if expected:
             return Outcome(scenario.name, form, FAIL, expected, first_failing="final response")
         return Outcome(
@@ -257,13 +291,9 @@ class Checker:
             kind = answer.headers.get("content-type", "")
             status = answer.status_code
         if status != 200:
-            judged = Judged()
-            judged.findings.append(("HTTP_STATUS", f"HTTP {status}: {raw[:200]!r}"))
-            return judged
+            return Judged([("HTTP_STATUS", f"HTTP {status}: {raw[:200]!r}")])
         if not kind.startswith("text/event-stream"):
-            judged = Judged()
-            judged.findings.append(("NOT_EVENT_STREAM", f"content-type {kind!r}"))
-            return judged
+            return Judged([("NOT_EVENT_STREAM", f"content-type {kind!r}")])
         return judge_stream(raw, body, dialect)
 
     def _bad_request(self) -> Outcome:
@@ -279,19 +309,12 @@ class Checker:
     def _stateful(self) -> Outcome:
         http, model = self.http, self.target.model
         findings: list[Finding] = []
-        created = http.post(
-            "/responses",
-            json=self._capped(
-                {"model": model, "input": "Remember the word 'harbor'.", "store": True}
-            ),
-        )
-        first = judge_json(
-            created.status_code, _json(created.content), {"model": model}, self.target.dialect
-        )
-        if first.findings or first.response is None:
-            return Outcome(
-                STATEFUL, "json", FAIL, first.findings or [("NO_RESPONSE", "no response")]
-            )
+        stored_body = {"model": model, "input": "Remember the word 'harbor'.", "store": True}
+        first = self._ask(self._capped(stored_body), "json")
+        failed = self._failed(STATEFUL, "json", first)
+        if failed is not None:
+            return failed
+        assert first.response is not None
         rid = str(first.response.get("id"))
         got = http.get(f"/responses/{rid}")
         stored = _json(got.content)
@@ -341,12 +364,6 @@ def error_shape(status: int, content: bytes) -> list[Finding]:
     return []
 
 
-def _runnable(call: Mapping[str, Any]) -> bool:
-    """Whether a function call's arguments are a JSON object (a client can run it)."""
-    arguments = call.get("arguments")
-    return isinstance(arguments, str) and isinstance(_json(arguments.encode()), dict)
-
-
 def _json(content: bytes) -> Any:
     try:
         return json.loads(content)
@@ -354,18 +371,19 @@ def _json(content: bytes) -> Any:
         return None
 
 
-def _not_exercised(name: str) -> str:
-    return {
-        "length": "the model stopped on its own before the token limit",
-        "tool_forced": "the model called no tool",
-        "tool_parallel": "the model made fewer than two calls",
-        "reasoning": "the model gave no reasoning",
-    }.get(name, "the model did not do what the scenario needs")
-
-
 def run_checks(target: Target, names: Iterable[str]) -> list[Outcome]:
     with Checker(target) as checker:
         return checker.run(names)
 
 
-__all__ = ["FORMS", "Checker", "Outcome", "Target", "run_checks", "selected", "SCENARIOS"]
+__all__ = [
+    "FORMS",
+    "SCENARIOS",
+    "Checker",
+    "Outcome",
+    "Target",
+    "forms_of",
+    "make_target",
+    "run_checks",
+    "selected",
+]

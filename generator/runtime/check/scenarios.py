@@ -3,10 +3,10 @@
 A scenario builds the request body of its last turn (``body``) and judges the final
 response of that turn (``expect``).  Every answer may end at the token limit the kit
 sets (``incomplete``, ``max_output_tokens``); what a cut answer cannot show (whole
-JSON, any text at all) is then not exercised.  ``expect`` returns the broken rules (id, message), or
-:data:`NOT_EXERCISED` when the model did not do what the scenario needs (it answered
-without calling the tool, it stopped before the token limit): the kit judges the
-server's protocol, never the model's choices.
+JSON, any text at all) is then not exercised.  ``expect`` returns the broken rules (id,
+message), or a sentence saying why the scenario was not exercised when the model did not
+do what it needs (it answered without calling the tool, it stopped before the token
+limit): the kit judges the server's protocol, never the model's choices.
 """
 
 from __future__ import annotations
@@ -69,12 +69,28 @@ def output_text(response: Mapping[str, Any]) -> str:
     )
 
 
+def _incomplete_reason(response: Mapping[str, Any]) -> Any:
+    details = response.get("incomplete_details")
+    return details.get("reason") if isinstance(details, Mapping) else None
+
+
 def truncated(response: Mapping[str, Any]) -> bool:
     """Whether the response ended at the output token limit (``incomplete``, for
     ``max_output_tokens``)."""
-    details = response.get("incomplete_details")
-    reason = details.get("reason") if isinstance(details, Mapping) else None
-    return response.get("status") == "incomplete" and reason == "max_output_tokens"
+    return response.get("status") == "incomplete" and (
+        _incomplete_reason(response) == "max_output_tokens"
+    )
+
+
+def arguments_object(call: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A function call's arguments, when they are one JSON object (a call a client can
+    run); else None."""
+    arguments = call.get("arguments")
+    try:
+        parsed = json.loads(arguments) if isinstance(arguments, str) else None
+    except ValueError:
+        return None
+    return parsed if isinstance(parsed, dict) else None
 
 
 def _ended(response: Mapping[str, Any]) -> list[Finding]:
@@ -104,11 +120,7 @@ def _calls(response: Mapping[str, Any]) -> list[Finding]:
         else:
             ids.add(call_id)
         arguments = call.get("arguments")
-        try:
-            parsed = json.loads(arguments) if isinstance(arguments, str) else None
-        except ValueError:
-            parsed = None
-        if not isinstance(parsed, dict) and call is not cut:
+        if arguments_object(call) is None and call is not cut:
             glued = isinstance(arguments, str) and "}{" in arguments.replace(" ", "")
             rule = "TOOL_CALLS_GLUED" if glued else "TOOL_ARGUMENTS"
             message = f"function call {name!r}: arguments are not one JSON object"
@@ -120,7 +132,7 @@ def _text(response: Mapping[str, Any]) -> list[Finding] | str:
     found = _ended(response)
     if not found and not output_text(response):
         if truncated(response):
-            return NOT_EXERCISED  # the limit came before any text (reasoning took it)
+            return "the token limit came before any text"
         found.append(("EMPTY_ANSWER", "a completed response with no output_text"))
     return found
 
@@ -128,16 +140,15 @@ def _text(response: Mapping[str, Any]) -> list[Finding] | str:
 def _length(response: Mapping[str, Any]) -> list[Finding] | str:
     status = response.get("status")
     if status == "incomplete":
-        details = response.get("incomplete_details")
-        reason = details.get("reason") if isinstance(details, Mapping) else None
-        if reason != "max_output_tokens":
-            return [
-                (
-                    "INCOMPLETE_REASON",
-                    f"incomplete_details.reason {reason!r}, expected 'max_output_tokens'",
-                )
-            ]
-        return []
+        if truncated(response):
+            return []
+        reason = _incomplete_reason(response)
+        return [
+            (
+                "INCOMPLETE_REASON",
+                f"incomplete_details.reason {reason!r}, expected 'max_output_tokens'",
+            )
+        ]
     usage = response.get("usage")
     used = usage.get("output_tokens") if isinstance(usage, Mapping) else None
     if status == "completed" and isinstance(used, int) and used >= LENGTH_LIMIT:
@@ -149,7 +160,7 @@ def _length(response: Mapping[str, Any]) -> list[Finding] | str:
             )
         ]
     if status == "completed":
-        return NOT_EXERCISED  # the model stopped on its own before the limit
+        return "the model stopped on its own before the token limit"
     return _ended(response)
 
 
@@ -157,7 +168,7 @@ def _forced(response: Mapping[str, Any]) -> list[Finding] | str:
     found = _ended(response)
     calls = output_items(response, "function_call")
     if not calls:
-        return found or NOT_EXERCISED
+        return found or "the model called no tool"
     names = [call.get("name") for call in calls]
     if "get_weather" not in names:
         found.append(("TOOL_CHOICE", f"tool_choice named get_weather; called {names}"))
@@ -168,7 +179,7 @@ def _parallel(response: Mapping[str, Any]) -> list[Finding] | str:
     found = _ended(response) + _calls(response)
     calls = output_items(response, "function_call")
     if len(calls) < 2 and not any(rule == "TOOL_CALLS_GLUED" for rule, _ in found):
-        return found or NOT_EXERCISED
+        return found or "the model made fewer than two calls"
     return found
 
 
@@ -181,7 +192,7 @@ def _json_schema(response: Mapping[str, Any]) -> list[Finding] | str:
     if found:
         return found
     if truncated(response):
-        return NOT_EXERCISED  # cut at the limit: the JSON cannot be whole
+        return "the token limit cut the JSON"
     text = output_text(response)
     try:
         value = json.loads(text)
@@ -195,7 +206,7 @@ def _json_schema(response: Mapping[str, Any]) -> list[Finding] | str:
 def _reasoning(response: Mapping[str, Any]) -> list[Finding] | str:
     found = _ended(response)
     if not output_items(response, "reasoning"):
-        return found or NOT_EXERCISED
+        return found or "the model gave no reasoning"
     return found
 
 
@@ -207,7 +218,7 @@ class Scenario:
     name: str
     summary: str
     body: Callable[[str], dict[str, Any]]
-    expect: Callable[[Mapping[str, Any]], list[Finding] | str]
+    expect: Callable[[Mapping[str, Any]], list[Finding] | str]  # str: not exercised, why
     needs_call: bool = False
 
 

@@ -12,9 +12,12 @@ its stream state, which raises where a strict client breaks.  It reads the OpenA
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+import httpx2
+import openai
 
 from ..consumers.accumulate import AccumulateError, ResponseAccumulator
 from ..consumers.validate import ERROR, StreamValidator
@@ -149,10 +152,7 @@ def _first_difference(a: Any, b: Any, path: str) -> str | None:
     return None if a == b else path
 
 
-def _client(raw: bytes, content_type: str) -> Any:
-    import httpx2
-    import openai
-
+def _client(raw: bytes, content_type: str) -> openai.OpenAI:
     def answer(request: httpx2.Request) -> httpx2.Response:
         return httpx2.Response(200, headers={"content-type": content_type}, content=raw)
 
@@ -177,25 +177,34 @@ def sdk_stream(raw: bytes, body: Mapping[str, Any], *, final: bool = True) -> li
     and with ``final`` (the stream ended ``response.completed``, the one terminal event
     the SDK gives a final response for) its final response taken; what it raises is the
     finding."""
-    client = _client(raw, "text/event-stream")
-    try:
+
+    def read(client: openai.OpenAI) -> None:
         with client.responses.stream(**_sdk_kwargs(body)) as stream:
             for _ in stream:
                 pass
             if final:
                 stream.get_final_response()
-    except Exception as exc:  # whatever the SDK raises is what its user would see
-        return [("SDK_REJECTED", _raised(exc))]
-    finally:
-        client.close()
-    return []
+
+    return _sdk_reads(raw, "text/event-stream", read)
 
 
 def sdk_json(answer: Mapping[str, Any], body: Mapping[str, Any]) -> list[Finding]:
     """The SDK's ``responses.create()`` reading the JSON answer strictly."""
-    client = _client(json.dumps(answer).encode(), "application/json")
-    try:
+
+    def read(client: openai.OpenAI) -> None:
         client.responses.create(**_sdk_kwargs(body))
+
+    return _sdk_reads(json.dumps(answer).encode(), "application/json", read)
+
+
+def _sdk_reads(
+    raw: bytes, content_type: str, read: Callable[[openai.OpenAI], None]
+) -> list[Finding]:
+    """``read`` run with a client that is answered ``raw``; what the SDK raises is the
+    finding (whatever it raises is what its user would see)."""
+    client = _client(raw, content_type)
+    try:
+        read(client)
     except Exception as exc:
         return [("SDK_REJECTED", _raised(exc))]
     finally:

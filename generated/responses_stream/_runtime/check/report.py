@@ -7,7 +7,7 @@ import json
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 
-from .run import FAIL, PASS, Outcome
+from .run import FAIL, NOT_RUN, PASS, Outcome
 
 
 def passed(outcomes: Sequence[Outcome]) -> bool:
@@ -27,10 +27,8 @@ def table(outcomes: Sequence[Outcome]) -> str:
     ]
     lines.insert(1, "  ".join("-" * w for w in widths))
     details = [f"  {o.scenario} ({o.form}) {line}" for o in outcomes for line in o.lines()]
-    counts = {v: sum(o.verdict == v for o in outcomes) for v in (PASS, FAIL, "not exercised")}
-    summary = (
-        f"{counts[PASS]} passed, {counts[FAIL]} failed, {counts['not exercised']} not exercised"
-    )
+    counts = {v: sum(o.verdict == v for o in outcomes) for v in (PASS, FAIL, NOT_RUN)}
+    summary = f"{counts[PASS]} passed, {counts[FAIL]} failed, {counts[NOT_RUN]} {NOT_RUN}"
     return "\n".join([*lines, *(["", "findings:", *details] if details else []), "", summary])
 
 
