@@ -184,6 +184,10 @@ class Checker:
             headers=headers,
             timeout=target.timeout,
             trust_env=False,
+            # a connection of its own for each request: a server that closes an idle
+            # connection as the next request goes out (llama-server does) would
+            # otherwise fail that request as unreachable
+            limits=httpx2.Limits(max_keepalive_connections=0),
         )
 
     def close(self) -> None:
