@@ -28,10 +28,9 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import aiohttp
-
 from ..core.sse_parse import SSEMessage, aparse_sse
 from .errors import GatewayError
+from .http_client import Client, ClientError, ConnectTimeout, Response
 from .request_ids import HEADER as REQUEST_ID_HEADER
 from .request_ids import current_request_id
 
@@ -40,7 +39,7 @@ PASSED_HEADERS = ("retry-after", "retry-after-ms", "x-should-retry")
 # the upstream's own request id, passed on beside the gateway's
 UPSTREAM_REQUEST_ID = "x-upstream-request-id"
 # what a failed exchange with the upstream raises (a timeout: TimeoutError)
-TRANSPORT_ERRORS = (aiohttp.ClientError, TimeoutError)
+TRANSPORT_ERRORS = (ClientError, TimeoutError)
 # an idle upstream connection is kept this long: less than uvicorn's 5 s, so a
 # connection is not reused just as a server of that default closes it
 KEEPALIVE = 4.0
@@ -78,12 +77,6 @@ class Timeouts:
             if not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
                 raise ValueError(f"the {name} timeout must be a positive number of seconds")
 
-    def client(self) -> aiohttp.ClientTimeout:
-        """As the HTTP client takes them: no limit on a whole answer, which streams."""
-        return aiohttp.ClientTimeout(
-            total=None, connect=self.connect, sock_connect=self.connect, sock_read=self.read
-        )
-
 
 class UpstreamInterrupted(Exception):
     """The upstream failed after the stream started; ``code`` names how."""
@@ -99,9 +92,8 @@ class Upstream:
     ``api_key`` is sent as a bearer token; without one, the client's own
     ``Authorization`` header is forwarded.  The key is never logged or echoed.
 
-    Its HTTP client (aiohttp's, whose reads cost a fraction of other clients' per
-    chunk) is made at first use, in the event loop that uses it: a client belongs to
-    one loop.
+    Its HTTP client (:mod:`.http_client`) is made at first use, in the event loop
+    that uses it: its connections belong to one loop.
     """
 
     def __init__(
@@ -112,26 +104,26 @@ class Upstream:
         # told each failure's kind (the error code, http_<status>, stream_error)
         self.observer: Callable[[str], None] | None = None
         self.timeouts = timeouts or Timeouts()
-        self._session: aiohttp.ClientSession | None = None
+        self._client = self._new_client()  # a base URL it cannot use fails here
         self._loop: asyncio.AbstractEventLoop | None = None
         self.closed = False
 
+    def _new_client(self) -> Client:
+        timeouts = self.timeouts
+        return Client(
+            self.base_url, connect=timeouts.connect, read=timeouts.read, keepalive=KEEPALIVE
+        )
+
     @property
-    def session(self) -> aiohttp.ClientSession:
-        """The HTTP client of the running event loop."""
+    def http(self) -> Client:
+        """The HTTP client of the running event loop (it keeps no cookie: one client's
+        would go with the next)."""
         loop = asyncio.get_running_loop()
-        session = self._session
-        if session is None or session.closed or self._loop is not loop:
-            connector = aiohttp.TCPConnector(limit=0, keepalive_timeout=KEEPALIVE)
-            session = aiohttp.ClientSession(
-                connector=connector,
-                timeout=self.timeouts.client(),
-                trust_env=False,
-                # an upstream's cookies are not kept: one client's would go with the next
-                cookie_jar=aiohttp.DummyCookieJar(),
-            )
-            self._session, self._loop, self.closed = session, loop, False
-        return session
+        if self._client.closed or self._loop is not loop:
+            if self._loop is not None:
+                self._client = self._new_client()
+            self._loop, self.closed = loop, False
+        return self._client
 
     def __repr__(self) -> str:
         return f"Upstream({self.base_url!r})"
@@ -180,15 +172,14 @@ class Upstream:
             raise self.failed_with(exc) from None
 
     async def _get(self, path: str, authorization: str | None) -> tuple[int, dict[str, Any]]:
-        url = self.base_url + path
         try:
-            response = await self.session.get(url, headers=self.headers(authorization))
+            response = await self.http.request("GET", path, self.headers(authorization))
         except TRANSPORT_ERRORS as exc:
             raise self._transport_error(exc) from None
         try:
             if response.status >= 400:
                 raise await _status_error(response)
-            raw = await _read_some(response, JSON_BODY_LIMIT)
+            raw = await response.read(JSON_BODY_LIMIT)
         except TRANSPORT_ERRORS as exc:
             raise self._transport_error(exc) from None
         finally:
@@ -203,7 +194,7 @@ class Upstream:
         return response.status, body
 
     def _transport_error(self, exc: BaseException) -> GatewayError:
-        if isinstance(exc, aiohttp.ConnectionTimeoutError):
+        if isinstance(exc, ConnectTimeout):
             return GatewayError(
                 504,
                 f"the upstream did not accept the connection within {self.timeouts.connect:g}s",
@@ -220,10 +211,8 @@ class Upstream:
         )
 
     async def aclose(self) -> None:
-        session, self._session = self._session, None
         self.closed = True
-        if session is not None and not session.closed:
-            await session.close()
+        self._client.close()
 
 
 class UpstreamStream:
@@ -249,7 +238,7 @@ class UpstreamStream:
         self.body = body
         self.headers = headers
         self.terminal = terminal
-        self._response: aiohttp.ClientResponse | None = None
+        self._response: Response | None = None
         self._messages: AsyncIterator[SSEMessage] | None = None
         self._first: SSEMessage | None = None
         self._kind: str | None = None  # a failure's kind, where its code does not say
@@ -271,14 +260,14 @@ class UpstreamStream:
         content = json.dumps(self.body, ensure_ascii=False).encode()
         headers = {**self.headers, "content-type": "application/json"}
         try:
-            response = await up.session.post(up.base_url + self.path, data=content, headers=headers)
+            response = await up.http.request("POST", self.path, headers, content)
         except TRANSPORT_ERRORS as exc:
             raise up._transport_error(exc) from None
         self._response = response
         _OPEN.add(self)
         try:
             await _check_stream(response)
-            self._messages = aparse_sse(response.content.iter_any())
+            self._messages = aparse_sse(response.pieces())
             if not first_event:
                 return
             self._first = await self._next_message()
@@ -309,7 +298,7 @@ class UpstreamStream:
                 f"the upstream sent no event within {self.upstream.timeouts.read:g}s",
                 code="upstream_timeout",
             ) from None
-        except aiohttp.ClientError as exc:
+        except ClientError as exc:
             if self._shutdown:
                 raise GatewayError(
                     503, "the gateway is shutting down", code=SHUTDOWN_CODE
@@ -354,7 +343,7 @@ class UpstreamStream:
                 f"the upstream sent nothing for {self.upstream.timeouts.read:g}s",
                 "upstream_timeout",
             ) from None
-        except aiohttp.ClientError as exc:
+        except ClientError as exc:
             if self._shutdown:
                 raise UpstreamInterrupted(
                     "the gateway shut down before the stream ended (its grace period passed)",
@@ -388,7 +377,7 @@ class UpstreamStream:
             return
         try:
             async with asyncio.timeout(LINGER):
-                await response.content.wait_eof()
+                await response.wait_end()
         except TRANSPORT_ERRORS:
             pass
 
@@ -400,21 +389,18 @@ class UpstreamStream:
         """Cut the upstream connection under a read in progress (at shutdown): the read
         ends, and the stream fails with ``gateway_shutdown``."""
         self._shutdown = True
-        response = self._response
-        connection = response.connection if response is not None else None
-        transport = connection.transport if connection is not None else None
-        if transport is not None:
-            transport.abort()
+        if self._response is not None:
+            self._response.abort()
 
     async def aclose(self) -> None:
         _OPEN.discard(self)
         response = self._response
         if response is not None:
             self._response = None
-            response.close()  # the connection goes back to the pool only when read to its end
+            response.close()  # the connection is kept only when its answer was read to its end
 
 
-async def _check_stream(response: aiohttp.ClientResponse) -> None:
+async def _check_stream(response: Response) -> None:
     """Raise the client's error for an upstream answer that is not an event stream."""
     status = response.status
     content_type = response.headers.get("content-type", "").split(";")[0].strip().lower()
@@ -423,7 +409,7 @@ async def _check_stream(response: aiohttp.ClientResponse) -> None:
     if status >= 400:
         raise await _status_error(response)
     try:
-        raw = await _read_some(response, ERROR_BODY_LIMIT)
+        raw = await response.read(ERROR_BODY_LIMIT)
     except TRANSPORT_ERRORS:
         raw = b""
     if status < 300:
@@ -437,11 +423,11 @@ async def _check_stream(response: aiohttp.ClientResponse) -> None:
     raise GatewayError(502, f"the upstream answered with HTTP {status}", code="upstream_bad_status")
 
 
-async def _status_error(response: aiohttp.ClientResponse) -> GatewayError:
+async def _status_error(response: Response) -> GatewayError:
     """An upstream HTTP error as the client's error: same status, message and retry headers."""
     status = response.status
     try:
-        raw = await _read_some(response, ERROR_BODY_LIMIT)
+        raw = await response.read(ERROR_BODY_LIMIT)
     except TRANSPORT_ERRORS:
         raw = b""
     headers = {k: response.headers[k] for k in PASSED_HEADERS if k in response.headers}
@@ -462,16 +448,6 @@ async def _status_error(response: aiohttp.ClientResponse) -> GatewayError:
         param=param if isinstance(param, str) else None,
         headers=headers,
     )
-
-
-async def _read_some(response: aiohttp.ClientResponse, limit: int) -> bytes:
-    """Up to ``limit`` bytes of the body."""
-    out = bytearray()
-    async for chunk in response.content.iter_any():
-        out += chunk
-        if len(out) >= limit:
-            break
-    return bytes(out[:limit])
 
 
 def _json_object(raw: bytes) -> dict[str, Any] | None:
