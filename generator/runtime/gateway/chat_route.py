@@ -18,6 +18,7 @@ from .upstream import UpstreamInterrupted
 
 async def chat_completions(gw: Gateway, request: Request) -> Response:
     """A chat completion, streamed when ``stream`` is true."""
+    await gw.admission.turn()
     try:
         body = await read_json(request, gw.config.max_body_bytes)
         streaming = body.get("stream")

@@ -19,6 +19,7 @@ from .upstream import error_status
 
 async def create(gw: Gateway, request: Request, dialect: str) -> Response:
     """A response, streamed when ``stream`` is true, else its final Response as JSON."""
+    await gw.admission.turn()
     try:
         body = await read_json(request, gw.config.max_body_bytes)
         route = gw.router.route(body.get("model"), "responses")

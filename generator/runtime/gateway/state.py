@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import InitVar, dataclass, field
 
+from .admission import Admission
 from .config import GatewayConfig
 from .routing import Router, UpstreamSettings
 from .store import Store
@@ -22,6 +23,8 @@ class Gateway:
     _tenancy: Tenancy | None = field(default=None, repr=False)
     routes: InitVar[Router | None] = None
     router: Router = field(init=False)
+    # new streams set up one per turn of the event loop (see ``admission``)
+    admission: Admission = field(default_factory=Admission, repr=False)
 
     def __post_init__(self, routes: Router | None) -> None:
         if routes is not None:

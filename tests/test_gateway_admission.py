@@ -1,0 +1,108 @@
+"""The gateway's admission: one stream setup per turn of the event loop, first come
+first served, with no wait for a request that comes alone."""
+
+from __future__ import annotations
+
+import asyncio
+
+from responses_stream._runtime.gateway.admission import Admission
+
+
+class Turns:
+    """Counts the turns of the running loop (a callback that schedules itself)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._stopped = False
+
+    def start(self) -> None:
+        asyncio.get_running_loop().call_soon(self._tick)
+
+    def _tick(self) -> None:
+        if not self._stopped:
+            self.count += 1
+            asyncio.get_running_loop().call_soon(self._tick)
+
+    def stop(self) -> None:
+        self._stopped = True
+
+
+def test_a_burst_of_setups_goes_one_per_turn_in_arrival_order() -> None:
+    async def main() -> list[tuple[int, int]]:
+        admission, turns, passed = Admission(), Turns(), []
+        turns.start()
+
+        async def setup(n: int) -> None:
+            await admission.turn()
+            passed.append((n, turns.count))
+
+        await asyncio.gather(*(setup(n) for n in range(8)))
+        turns.stop()
+        return passed
+
+    passed = asyncio.run(main())
+    assert [n for n, _ in passed] == list(range(8))
+    seen = [turn for _, turn in passed]
+    assert all(b > a for a, b in zip(seen, seen[1:], strict=False)), seen
+
+
+def test_a_request_alone_goes_on_without_waiting_for_a_turn() -> None:
+    async def main() -> tuple[int, int]:
+        admission, turns = Admission(), Turns()
+        turns.start()
+        await asyncio.sleep(0.01)  # the loop turns; nothing waits
+        before = turns.count
+        await admission.turn()
+        after = turns.count
+        turns.stop()
+        return before, after
+
+    before, after = asyncio.run(main())
+    assert before == after
+
+
+def test_a_request_cancelled_while_waiting_is_skipped() -> None:
+    async def main() -> tuple[list[int], int]:
+        admission, passed = Admission(), []
+
+        async def setup(n: int) -> None:
+            await admission.turn()
+            passed.append(n)
+
+        tasks = [asyncio.create_task(setup(n)) for n in range(4)]
+        await asyncio.sleep(0)  # all four asked; the first went on
+        tasks[2].cancel()
+        results = await asyncio.gather(*tasks, return_exceptions=True)
+        assert isinstance(results[2], asyncio.CancelledError)
+        await asyncio.sleep(0.01)
+        return passed, admission.waiting
+
+    passed, waiting = asyncio.run(main())
+    assert passed == [0, 1, 3]
+    assert waiting == 0
+
+
+def test_the_gate_opens_again_once_the_queue_is_empty() -> None:
+    async def main() -> None:
+        admission = Admission()
+        await asyncio.gather(*(admission.turn() for _ in range(3)))
+        await asyncio.sleep(0.01)
+        turns = Turns()
+        turns.start()
+        await asyncio.sleep(0)
+        before = turns.count
+        await admission.turn()
+        assert turns.count == before
+        turns.stop()
+
+    asyncio.run(main())
+
+
+def test_a_new_event_loop_starts_with_an_open_gate() -> None:
+    admission = Admission()
+
+    async def burst() -> None:
+        await asyncio.gather(*(admission.turn() for _ in range(3)))
+
+    asyncio.run(burst())
+    asyncio.run(asyncio.wait_for(burst(), 5))
