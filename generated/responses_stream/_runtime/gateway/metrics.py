@@ -25,6 +25,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Awaitable
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from prometheus_client import (
@@ -45,6 +46,16 @@ _LATENCY = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
 _DURATION = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600)
 _STORE = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1)
 T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class RouteMetrics:
+    """The series of one route's streams."""
+
+    first_event: Any
+    duration: Any
+    events: Any
+    bytes: Any
 
 
 class Metrics:
@@ -109,6 +120,31 @@ class Metrics:
             buckets=_STORE,
             registry=reg,
         )
+
+        # the labelled series a request touches, looked up once (``labels`` takes a lock
+        # and builds a key on every call)
+        self._routes: dict[str, RouteMetrics] = {}
+        self._answers: dict[tuple[str, str, str, int], Any] = {}
+
+    def route(self, route: str) -> RouteMetrics:
+        """The stream series of ``route``."""
+        found = self._routes.get(route)
+        if found is None:
+            found = self._routes[route] = RouteMetrics(
+                self.first_event.labels(route),
+                self.duration.labels(route),
+                self.events.labels(route),
+                self.bytes.labels(route),
+            )
+        return found
+
+    def answered(self, route: str, dialect: str, model: str, status: int) -> None:
+        """Count one request answered."""
+        key = (route, dialect, model, status)
+        series = self._answers.get(key)
+        if series is None:
+            series = self._answers[key] = self.requests.labels(route, dialect, model, str(status))
+        series.inc()
 
     def upstream_error(self, upstream: str, kind: str) -> None:
         self.upstream_errors.labels(upstream, kind).inc()

@@ -59,6 +59,7 @@ class Observe:
         m = self.metrics
         start = time.perf_counter()
         route, dialect = classify(scope["method"], scope["path"])
+        series = m.route(route)
         status, streaming, first, events, size = 500, False, True, 0, 0
 
         async def sending(message: Message) -> None:
@@ -74,7 +75,7 @@ class Observe:
                 body = message.get("body") or b""
                 if body:
                     if first:
-                        m.first_event.labels(route).observe(time.perf_counter() - start)
+                        series.first_event.observe(time.perf_counter() - start)
                         first = False
                     events += body.count(b"\n\n")
                     size += len(body)
@@ -85,9 +86,9 @@ class Observe:
         finally:
             if streaming:
                 m.active.dec()
-                m.duration.labels(route).observe(time.perf_counter() - start)
-                m.events.labels(route).inc(events)
-                m.bytes.labels(route).inc(size)
+                series.duration.observe(time.perf_counter() - start)
+                series.events.inc(events)
+                series.bytes.inc(size)
             self._count(route, dialect, status)
 
     async def _websocket(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -109,11 +110,12 @@ class Observe:
         try:
             await self.app(scope, receive, sending)
         finally:
-            m.events.labels(route).inc(events)
-            m.bytes.labels(route).inc(size)
+            series = m.route(route)
+            series.events.inc(events)
+            series.bytes.inc(size)
             self._count(route, dialect, status)
 
     def _count(self, route: str, dialect: str, status: int) -> None:
         info = current_request()
         model = info.model if info is not None else ""
-        self.metrics.requests.labels(route, dialect, model, str(status)).inc()
+        self.metrics.answered(route, dialect, model, status)

@@ -162,6 +162,12 @@ async def _one(chunk: Mapping[str, Any]) -> AsyncGenerator[Mapping[str, Any], No
 def _terminal(frames: bytes) -> bytes | None:
     """The payload of the last terminal event among ``frames`` (the conversion's SSE:
     each event named on its ``event:`` line)."""
+    if not (
+        b"event: response.completed\n" in frames
+        or b"event: response.incomplete\n" in frames
+        or b"event: response.failed\n" in frames
+    ):
+        return None
     payloads: list[bytes] = _TERMINAL_FRAME.findall(frames)
     return payloads[-1] if payloads else None
 
