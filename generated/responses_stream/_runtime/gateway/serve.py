@@ -8,6 +8,7 @@ be one they share (SQLite or Redis), and the metrics go through a folder they sh
 from __future__ import annotations
 
 import dataclasses
+import gc
 import json
 import logging
 import logging.config
@@ -75,7 +76,18 @@ def worker_app() -> Starlette:
     given: dict[str, Any] = json.loads(os.environ[OPTIONS_ENV])
     if given.get("api_keys") is not None:
         given["api_keys"] = tuple(given["api_keys"])
-    return build(ServeOptions(**given))
+    app = build(ServeOptions(**given))
+    settle()
+    return app
+
+
+def settle() -> None:
+    """Take what start-up made (modules, the app, the schemas) out of the garbage
+    collector's way: collected once, then frozen in its permanent generation, so a full
+    collection while serving scans only what the requests made.  Without it, a full
+    collection of the gateway's heap took 24 ms under load: a stall of every stream."""
+    gc.collect()
+    gc.freeze()
 
 
 def run(options: ServeOptions) -> None:
@@ -104,6 +116,7 @@ def run(options: ServeOptions) -> None:
         "timeout_graceful_shutdown": options.shutdown_grace + ENDING_SECONDS,
     }
     if options.workers == 1:
+        settle()
         uvicorn.run(app, **settings)
         return
     made = None
