@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from responses_stream._runtime.gateway.http_client import Client, ClientError
+from responses_stream._runtime.gateway.upstream import Upstream
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter, "Seen"], Awaitable[None]]
 
@@ -339,3 +340,20 @@ def test_https_verifies_the_server(tmp_path: Path) -> None:
             server.close()
 
     asyncio.run(main())
+
+
+def test_an_upstream_closed_opens_a_new_client_at_its_next_request() -> None:
+    """A gateway whose lifespan ended (its upstream closed, whether it had been used or
+    not) and is served again still reaches its upstream."""
+
+    async def test(client: Client, seen: Seen) -> None:
+        upstream = Upstream(f"http://127.0.0.1:{client.port}/v1")
+        await upstream.aclose()  # closed before its first request
+        assert upstream.closed
+        assert await upstream.get("/models", None) == (200, {"n": 1})
+        assert not upstream.closed
+        await upstream.aclose()
+        assert await upstream.get("/models", None) == (200, {"n": 2})
+        await upstream.aclose()
+
+    run(keep_answering, test)

@@ -63,9 +63,9 @@ class Client:
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"not an http(s) URL: {base_url!r}")
         self.host = parts.hostname
-        self.port = parts.port or (443 if parts.scheme == "https" else 80)
-        self.prefix = parts.path.rstrip("/")
         default = 443 if parts.scheme == "https" else 80
+        self.port = parts.port or default
+        self.prefix = parts.path.rstrip("/")
         name = f"[{self.host}]" if ":" in self.host else self.host
         self.authority = name if self.port == default else f"{name}:{self.port}"
         self.tls = parts.scheme == "https"
@@ -101,14 +101,14 @@ class Client:
         raise AssertionError("unreachable")
 
     def _head(self, method: str, path: str, headers: Mapping[str, str], length: int) -> bytes:
+        for text in (path, *headers, *headers.values()):
+            if "\r" in text or "\n" in text:
+                raise ClientError("a request header holds a line break")
         lines = [f"{method} {self.prefix}{path} HTTP/1.1", f"host: {self.authority}"]
         lines += [f"{name}: {value}" for name, value in headers.items()]
         lines += ["accept-encoding: identity", f"content-length: {length}", "", ""]
-        text = "\r\n".join(lines)
-        if text.count("\n") != len(lines) - 1 or "\r" in text.replace("\r\n", ""):
-            raise ClientError("a request header holds a line break")
         try:
-            return text.encode("latin-1")
+            return "\r\n".join(lines).encode("latin-1")
         except UnicodeEncodeError:
             raise ClientError("a request header holds a character HTTP cannot carry") from None
 
@@ -290,7 +290,8 @@ def _expire(waiter: asyncio.Future[None]) -> None:
 
 
 class _Connection(asyncio.Protocol):
-    """One connection: a response at a time, parsed as its bytes come."""
+    """One connection: a response at a time, parsed as its bytes come (one parser for
+    the connection's answers: llhttp starts afresh after each message)."""
 
     def __init__(self, client: Client) -> None:
         self.client = client
@@ -314,7 +315,6 @@ class _Connection(asyncio.Protocol):
     def send(self, data: bytes, read_timeout: float) -> Response:
         assert self.transport is not None
         self.response = Response(self, read_timeout)
-        self.parser = httptools.HttpResponseParser(self)
         self.reusable, self._length = False, False
         self._names, self._values = [], []
         self.transport.write(data)

@@ -91,8 +91,8 @@ class Upstream:
     ``api_key`` is sent as a bearer token; without one, the client's own
     ``Authorization`` header is forwarded.  The key is never logged or echoed.
 
-    Its HTTP client (:mod:`.http_client`) is made at first use, in the event loop
-    that uses it: its connections belong to one loop.
+    Its HTTP client (:mod:`.http_client`) is made anew when the event loop using it
+    changes or once it was closed: its connections belong to one loop.
     """
 
     def __init__(
@@ -105,7 +105,6 @@ class Upstream:
         self.timeouts = timeouts or Timeouts()
         self._client = self._new_client()  # a base URL it cannot use fails here
         self._loop: asyncio.AbstractEventLoop | None = None
-        self.closed = False
 
     def _new_client(self) -> Client:
         timeouts = self.timeouts
@@ -118,11 +117,15 @@ class Upstream:
         """The HTTP client of the running event loop (it keeps no cookie: one client's
         would go with the next)."""
         loop = asyncio.get_running_loop()
-        if self._client.closed or self._loop is not loop:
-            if self._loop is not None:
-                self._client = self._new_client()
-            self._loop, self.closed = loop, False
+        if self._client.closed or (self._loop is not None and self._loop is not loop):
+            self._client = self._new_client()
+        self._loop = loop
         return self._client
+
+    @property
+    def closed(self) -> bool:
+        """Closed (its connections too) until the next request opens a new client."""
+        return self._client.closed
 
     def __repr__(self) -> str:
         return f"Upstream({self.base_url!r})"
@@ -210,7 +213,6 @@ class Upstream:
         )
 
     async def aclose(self) -> None:
-        self.closed = True
         self._client.close()
 
 
