@@ -1,12 +1,14 @@
 """``serve`` freezes what its start-up made before it serves (see ``serve.settle``), in
 one process and in each worker: the collector's full passes under load then scan only
-what the requests made."""
+what the requests made; its young generation is collected less often."""
 
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
+
+from responses_stream._runtime.gateway import serve
 
 PROBE = """
 import gc, json, os, sys
@@ -18,6 +20,7 @@ seen = {"start": start}
 
 def run(app, **settings):
     seen["frozen"] = gc.get_freeze_count()
+    seen["young"] = gc.get_threshold()[0]
     seen["target"] = app if isinstance(app, str) else type(app).__name__
 
 uvicorn.run = run
@@ -31,6 +34,7 @@ else:
     before = gc.get_freeze_count()
     serve.worker_app()
     seen["frozen"], seen["before"] = gc.get_freeze_count(), before
+    seen["young"] = gc.get_threshold()[0]
 print(json.dumps(seen))
 """
 
@@ -54,9 +58,11 @@ def test_one_process_serves_with_its_start_up_frozen() -> None:
     seen = _probe("one")
     assert seen["target"] == "Starlette"
     assert _frozen_since_start(seen) > 10_000
+    assert seen["young"] == serve.YOUNG_THRESHOLD != 700
 
 
 def test_a_worker_freezes_its_start_up_once_its_app_is_built() -> None:
     seen = _probe("worker")
     assert seen["before"] == seen["start"]  # nothing frozen until the app is built
     assert _frozen_since_start(seen) > 10_000
+    assert seen["young"] == serve.YOUNG_THRESHOLD

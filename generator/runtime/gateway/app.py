@@ -33,6 +33,7 @@ from starlette.websockets import WebSocket
 from ..version import __version__
 from .chat_route import chat_completions
 from .compact import compact
+from .direct import DirectRoutes
 from .errors import GatewayError
 from .http import DIALECT_PREFIXES, error_response
 from .metrics import CONTENT_TYPE as METRICS_TYPE
@@ -74,12 +75,14 @@ def create_app(gw: Gateway) -> Starlette:
     async def serve_metrics(request: Request) -> Response:
         return Response(metrics.exposition(), media_type=METRICS_TYPE)
 
+    served = [*routes(gw), Route("/metrics", serve_metrics, methods=["GET"])]
     app = Starlette(
-        routes=[*routes(gw), Route("/metrics", serve_metrics, methods=["GET"])],
+        routes=served,
         middleware=[
             Middleware(RequestIds),
             Middleware(Observe, metrics=metrics),
             Middleware(KeyCheck, keys=gw.config.api_keys),
+            Middleware(DirectRoutes, routes=served),
         ],
         lifespan=lifespan,
         exception_handlers={HTTPException: _http_error},
