@@ -4,8 +4,15 @@ first served, with no wait for a request that comes alone."""
 from __future__ import annotations
 
 import asyncio
+import json
+from typing import Any
 
+import pytest
+
+from responses_stream._runtime.gateway import chat_route, responses_routes
 from responses_stream._runtime.gateway.admission import Admission
+from responses_stream._runtime.gateway.asgi import create_app
+from responses_stream._runtime.gateway.errors import GatewayError
 
 
 class Turns:
@@ -106,3 +113,83 @@ def test_a_new_event_loop_starts_with_an_open_gate() -> None:
 
     asyncio.run(burst())
     asyncio.run(asyncio.wait_for(burst(), 5))
+
+
+@pytest.mark.parametrize(
+    ("module", "path", "body"),
+    [
+        (responses_routes, "/v1/responses", {"model": "m", "input": "hi", "stream": True}),
+        (chat_route, "/v1/chat/completions", {"model": "m", "messages": [], "stream": True}),
+    ],
+)
+def test_a_route_takes_its_turn_once_the_body_came(
+    monkeypatch: pytest.MonkeyPatch, module: Any, path: str, body: dict[str, object]
+) -> None:
+    """Heads first, every body later in one turn (as a client that writes them apart):
+    the setups' work still goes one per turn, none of the turns spent on the wait."""
+    turns, worked = Turns(), []
+
+    class Noted(dict[str, Any]):
+        """A body that notes the turn its route first looks into it, and stops there."""
+
+        def get(self, key: str, default: Any = None) -> Any:
+            worked.append(turns.count)
+            raise GatewayError(400, "stop here")
+
+    read = module.read_json
+
+    async def read_noted(*args: Any, **kwargs: Any) -> Noted:
+        return Noted(await read(*args, **kwargs))
+
+    monkeypatch.setattr(module, "read_json", read_noted)
+    app = create_app("http://127.0.0.1:9/v1", store="memory:")
+    raw = json.dumps(body).encode()
+
+    async def main() -> list[int]:
+        bodies = asyncio.Event()
+
+        async def one() -> int:
+            sent: list[dict[str, Any]] = []
+
+            async def receive() -> dict[str, Any]:
+                await bodies.wait()
+                return {"type": "http.request", "body": raw, "more_body": False}
+
+            async def send(message: dict[str, Any]) -> None:
+                sent.append(message)
+
+            await app(_scope(path, len(raw)), receive, send)
+            return int(sent[0]["status"])
+
+        async with app.router.lifespan_context(app):
+            turns.start()
+            tasks = [asyncio.create_task(one()) for _ in range(6)]
+            for _ in range(5):
+                await asyncio.sleep(0)  # every head is in, every route waits for its body
+            bodies.set()
+            statuses = await asyncio.gather(*tasks)
+            turns.stop()
+        assert set(statuses) == {400}
+        return worked
+
+    worked_in = asyncio.run(main())
+    assert len(worked_in) == 6
+    assert len(set(worked_in)) == 6, worked_in  # one setup a turn
+
+
+def _scope(path: str, length: int) -> dict[str, Any]:
+    return {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": b"",
+        "root_path": "",
+        "headers": [(b"content-type", b"application/json"), (b"content-length", b"%d" % length)],
+        "client": ("127.0.0.1", 5555),
+        "server": ("127.0.0.1", 8000),
+        "state": {},
+    }

@@ -19,9 +19,9 @@ from .upstream import error_status
 
 async def create(gw: Gateway, request: Request, dialect: str) -> Response:
     """A response, streamed when ``stream`` is true, else its final Response as JSON."""
-    await gw.admission.turn()
     try:
         body = await read_json(request, gw.config.max_body_bytes)
+        await gw.admission.turn()  # the body came: the setup's work waits for its turn
         route = gw.router.route(body.get("model"), "responses")
         caller = await gw.caller(request.headers.get("authorization"))
         turn = await plan_turn(gw.config, gw.store, body, dialect, caller=caller, route=route)

@@ -2,12 +2,14 @@
 """One stream setup per turn of the event loop.
 
 Requests that come together are read together: run as they come, every setup (the
-body, the translation, the upstream request) runs before the loop reads any
+translation, the opening events, the upstream request) runs before the loop reads any
 upstream's answer, and the first event of every stream waits for the last setup of
 the burst.  :class:`Admission` lets one setup start per turn of the loop, which polls
 its sockets between turns: a stream whose upstream answered sends its first event
 before the setups still waiting.  A request that finds no setup started in this turn
-goes on at once.
+goes on at once.  A route takes its turn once the request's body has come (a client
+may send the body apart from the head): a turn is then spent on work, never on a
+wait for the client.
 """
 
 from __future__ import annotations

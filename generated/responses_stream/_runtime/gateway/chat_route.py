@@ -19,9 +19,9 @@ from .upstream import UpstreamInterrupted
 
 async def chat_completions(gw: Gateway, request: Request) -> Response:
     """A chat completion, streamed when ``stream`` is true."""
-    await gw.admission.turn()
     try:
         body = await read_json(request, gw.config.max_body_bytes)
+        await gw.admission.turn()  # the body came: the setup's work waits for its turn
         streaming = body.get("stream")
         if streaming is not None and not isinstance(streaming, bool):
             raise bad_request("'stream' must be a boolean", "stream")

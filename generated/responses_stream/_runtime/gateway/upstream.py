@@ -375,7 +375,9 @@ class UpstreamStream:
         pool (see :meth:`aclose`)."""
         response = self._response
         task = asyncio.current_task()
-        if response is None or self._shutdown or (task is not None and task.cancelling()):
+        if response is None or response.complete or self._shutdown:
+            return  # nothing to wait for (a finished body costs no timer), or no waiting
+        if task is not None and task.cancelling():
             return
         try:
             async with asyncio.timeout(LINGER):
