@@ -130,25 +130,36 @@ def plot(report: Report) -> None:
     colors = dict(zip(names, plt.get_cmap("tab10").colors, strict=False))
     keys = list(groups)
     fig, ax = plt.subplots(figsize=(11, 0.55 * len(keys) * 1.6 + 1.5))
-    height = 0.8 / max(len(names), 1)
     for i, key in enumerate(keys):
-        for j, name in enumerate(names):
-            if name in groups[key]:
-                y = i + j * height
-                ax.barh(y, groups[key][name], height, color=colors[name], label=name)
-    ax.set_yticks([i + 0.4 - height / 2 for i in range(len(keys))])
+        present = [name for name in names if name in groups[key]]
+        for name, (y, height) in zip(present, bar_slots(i, len(present)), strict=True):
+            ax.barh(y, groups[key][name], height, color=colors[name], label=name)
+    ax.set_yticks(range(len(keys)))
     ax.set_yticklabels([f"{s}: {p} ({units[(s, p)]})" for s, p in keys], fontsize=8)
     ax.invert_yaxis()
     ax.set_xscale("log")
     ax.set_xlabel("median cost, log scale (lower is faster)")
     handles, labels = ax.get_legend_handles_labels()
     unique = dict(zip(labels, handles, strict=False))
-    ax.legend(unique.values(), unique.keys(), fontsize=8, loc="lower right")
+    # beside the bars, never over them
+    ax.legend(
+        unique.values(), unique.keys(), fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1)
+    )
     ax.set_title("responses-stream: our cost beside each baseline, per path")
     fig.tight_layout()
     PLOT.parent.mkdir(exist_ok=True)
-    fig.savefig(PLOT, dpi=110, metadata={"Software": None})
+    fig.savefig(PLOT, dpi=110, bbox_inches="tight", metadata={"Software": None})
     plt.close(fig)
+
+
+def bar_slots(row: int, count: int, band: float = 0.8) -> list[tuple[float, float]]:
+    """Where the ``count`` bars of plot row ``row`` go (centre, height): the row's band
+    shared among the candidates it has, not among every candidate of the plot, so a
+    path with two bars gets two wide ones centred on its label."""
+    if count == 0:
+        return []
+    height = band / count
+    return [(row - band / 2 + height * (k + 0.5), height) for k in range(count)]
 
 
 def _ms(value: float) -> str:

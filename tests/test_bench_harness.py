@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from benchmarks.harness import SPREAD_BOUND, TRIES, Machine, Report, Target, spread_of, steady
-from benchmarks.report import figure, table, verdict
+from benchmarks.report import bar_slots, figure, table, verdict
 
 
 def test_spread_is_largest_over_smallest_and_infinite_past_zero() -> None:
@@ -83,3 +83,12 @@ def test_an_unsteady_note_says_when_one_round_stood_apart() -> None:
     )
     r.add("S", "q", {"ours": [1.0, 2.0, 3.0, 4.0]}, "ms")
     assert "stood apart" not in r.notes[1] and "4 rounds spread 4.00× (1 to 4)" in r.notes[1]
+
+
+def test_a_plot_row_shares_its_band_among_the_bars_it_has() -> None:
+    two = [(round(y, 6), round(h, 6)) for y, h in bar_slots(3, 2)]
+    assert two == [(2.8, 0.4), (3.2, 0.4)]  # wide, and centred on the row's label at 3
+    five = bar_slots(0, 5)
+    assert [round(y, 6) for y, _ in five] == [-0.32, -0.16, 0.0, 0.16, 0.32]
+    assert {round(h, 6) for _, h in five} == {0.16}
+    assert bar_slots(1, 0) == []
