@@ -14,7 +14,8 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import BaseRoute, Route, WebSocketRoute
 from starlette.websockets import WebSocket
 
-from responses_stream._runtime.gateway.direct import DirectRoutes, fixed_routes, route_path
+from responses_stream._runtime.gateway.direct import DirectRoutes, fixed_routes
+from responses_stream._runtime.gateway.http import route_path
 
 
 async def seen(request: Request) -> Response:

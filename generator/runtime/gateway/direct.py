@@ -20,6 +20,8 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from .http import route_path
+
 Endpoint = Callable[[Request], Awaitable[Response]]
 
 
@@ -37,15 +39,6 @@ def fixed_routes(routes: Iterable[BaseRoute]) -> dict[tuple[str, str], Endpoint]
             for method in route.methods:
                 found.setdefault((method, route.path), route.endpoint)
     return found
-
-
-def route_path(scope: Scope) -> str:
-    """The request's path under where the app is mounted (``root_path``)."""
-    path: str = scope["path"]
-    root: str = scope.get("root_path", "")
-    if root and path.startswith(root) and path[len(root) : len(root) + 1] == "/":
-        return path[len(root) :]
-    return path
 
 
 class DirectRoutes:

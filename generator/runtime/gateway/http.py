@@ -25,6 +25,16 @@ def dropped_tools_headers(dropped: list[str]) -> dict[str, str]:
     return {DROPPED_TOOLS_HEADER: ", ".join(dict.fromkeys(dropped))} if dropped else {}
 
 
+def route_path(scope: Scope) -> str:
+    """The request's path under where the app is mounted (``root_path``, stripped only
+    at a segment's end, as Starlette's router reads it)."""
+    path: str = scope["path"]
+    root: str = scope.get("root_path", "")
+    if root and path.startswith(root) and path[len(root) : len(root) + 1] == "/":
+        return path[len(root) :]
+    return path
+
+
 def error_response(exc: GatewayError) -> Response:
     """An error answer in the OpenAI shape, with its status and headers; logged
     (:meth:`GatewayError.log`: status, code, param and message, never a header)."""

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from .errors import GatewayError
+from .http import route_path
 from .store import StoredResponse
 
 ANONYMOUS = "anonymous"
@@ -135,10 +136,7 @@ class KeyCheck:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket") or not self.keys:
             return await self.app(scope, receive, send)
-        path, root = scope.get("path", ""), scope.get("root_path", "")
-        if root and path.startswith(root):  # mounted: the path under the mount
-            path = path[len(root) :]
-        if scope["type"] == "http" and path in OPEN_PATHS:
+        if scope["type"] == "http" and route_path(scope) in OPEN_PATHS:
             return await self.app(scope, receive, send)
         headers: Mapping[bytes, bytes] = dict(scope.get("headers") or [])
         authorization = headers.get(b"authorization", b"").decode("latin-1") or None

@@ -375,9 +375,8 @@ class UpstreamStream:
         pool (see :meth:`aclose`)."""
         response = self._response
         task = asyncio.current_task()
-        if response is None or response.complete or self._shutdown:
-            return  # nothing to wait for (a finished body costs no timer), or no waiting
-        if task is not None and task.cancelling():
+        cut = self._shutdown or (task is not None and task.cancelling())
+        if response is None or response.complete or cut:  # a read body needs no timer
             return
         try:
             async with asyncio.timeout(LINGER):
