@@ -332,20 +332,31 @@ class HandChat:
 class PydanticChat(HandChat):
     """``HandChat`` with every event an openai SDK model, framed by ``model_dump_json()``."""
 
+    _validate: Callable[[Any], Any] | None = None  # the event union's validator, one a process
+
     def __init__(self, model: str, loads: Loads = json.loads) -> None:
         super().__init__(model, loads)
         from openai.types.responses import (
             ResponseFunctionCallArgumentsDeltaEvent,
             ResponseReasoningTextDeltaEvent,
-            ResponseStreamEvent,
             ResponseTextDeltaEvent,
         )
-        from pydantic import TypeAdapter
 
         self._reasoning = ResponseReasoningTextDeltaEvent
         self._text = ResponseTextDeltaEvent
         self._args = ResponseFunctionCallArgumentsDeltaEvent
-        self._any = TypeAdapter(ResponseStreamEvent).validate_python
+        self._any = PydanticChat.validator()
+
+    @staticmethod
+    def validator() -> Callable[[Any], Any]:
+        """The validator of the whole event union, built once: building it takes tens of
+        milliseconds, which a server pays at start-up, not on each stream."""
+        if PydanticChat._validate is None:
+            from openai.types.responses import ResponseStreamEvent
+            from pydantic import TypeAdapter
+
+            PydanticChat._validate = TypeAdapter(ResponseStreamEvent).validate_python
+        return PydanticChat._validate
 
     def event(self, payload: dict[str, Any]) -> bytes:
         ev = self._any(payload)

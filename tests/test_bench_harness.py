@@ -92,3 +92,16 @@ def test_a_plot_row_shares_its_band_among_the_bars_it_has() -> None:
     assert [round(y, 6) for y, _ in five] == [-0.32, -0.16, 0.0, 0.16, 0.32]
     assert {round(h, 6) for _, h in five} == {0.16}
     assert bar_slots(1, 0) == []
+
+
+def test_the_pydantic_baseline_builds_its_event_validator_once_a_process() -> None:
+    # A server builds the union's validator at start-up; one built on each stream
+    # would charge the baseline tens of milliseconds a stream that no server pays.
+    from benchmarks.baselines import PydanticChat
+
+    first, second = PydanticChat("m"), PydanticChat("m")
+    assert first._any is second._any
+    where = {"item_id": "msg_1", "output_index": 0, "content_index": 0}
+    done = {"type": "response.output_text.done", "sequence_number": 3, **where}
+    frame = first.event(done | {"text": "hi", "logprobs": []})
+    assert frame.startswith(b"event: response.output_text.done\ndata: {")
