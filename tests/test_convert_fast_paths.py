@@ -184,6 +184,22 @@ def _run_sse(conv: ChatToResponses, chunks: list[Any], end: bool) -> list[bytes]
     return out
 
 
+def _run_lists(conv: ChatToResponses, chunks: list[Any], end: bool) -> list[bytes]:
+    """``_run_sse`` with each run of payloads (str) given in one ``feed_payloads_sse``."""
+    out: list[bytes] = []
+    run: list[str] = []
+    for c in chunks:
+        if isinstance(c, str):
+            run.append(c)
+            continue
+        out += conv.feed_payloads_sse(run) + conv.feed_sse(c)
+        run = []
+    out += conv.feed_payloads_sse(run)
+    if end:
+        out += conv.end_sse()
+    return out
+
+
 def _old_sse_from_chat(chunks: list[Any], dialect: str) -> list[bytes]:
     """``sse_from_chat`` as it was: typed events, encoded, then the closing frame."""
     enc = DIALECTS[dialect].encoder()
@@ -204,21 +220,36 @@ def test_chat_fast_path_is_the_general_path(dialect: str, stream: tuple[list[Any
         expected = _run_typed(GeneralPath(_proc(dialect), REQUEST), chunks, end)
         assert _run_typed(ChatToResponses(_proc(dialect), REQUEST), chunks, end) == expected
         assert _run_sse(ChatToResponses(_proc(dialect), REQUEST), chunks, end) == expected
+        assert _run_lists(ChatToResponses(_proc(dialect), REQUEST), chunks, end) == expected
         kw: dict[str, Any] = {"request": REQUEST, "created_at": 1, "ids": CountingIds()}
         new = list(sse_from_chat(chunks, dialect=dialect, **kw))
         assert new == _old_sse_from_chat(chunks, dialect)
 
 
 def test_chat_fast_path_is_taken() -> None:
-    """A plain text stream goes through ``_plain_text`` for every delta but the first."""
+    """A plain text stream goes through ``_text_sse`` for every delta but the first."""
     proc = _proc("openai")
     conv = ChatToResponses(proc)
     taken = []
-    plain = conv._plain_text
-    conv._plain_text = lambda chunk: taken.append(plain(chunk)) or taken[-1]  # type: ignore[method-assign]
+    text_sse = conv._text_sse
+    conv._text_sse = lambda chunk: taken.append(text_sse(chunk)) or taken[-1]  # type: ignore[method-assign]
     for t in ["", "a", "b", "c"]:
         conv.feed_data_sse(json.dumps(_one({"content": t})))
-    assert taken == [None, None, "b", "c"]
+    assert [t if t is None else len(t) for t in taken] == [None, None, 1, 1]
+    assert b'"delta":"c"' in taken[-1][0]
+
+
+def test_a_list_of_plain_text_chunks_is_framed_without_a_call_a_chunk() -> None:
+    """``feed_payloads_sse`` frames each text delta of the open part itself: only the
+    chunks before the part opened go through ``feed_data_sse``."""
+    conv = ChatToResponses(_proc("openai"))
+    called = []
+    one = conv.feed_data_sse
+    conv.feed_data_sse = lambda data: called.append(data) or one(data)  # type: ignore[method-assign]
+    payloads = [json.dumps(_one({"content": t})) for t in ["", "a", "b", "c", "d"]]
+    frames = conv.feed_payloads_sse(payloads)
+    assert called == payloads[:2]
+    assert [f.count(b"response.output_text.delta") for f in frames[-3:]] == [2, 2, 2]
 
 
 def test_chat_fast_path_keeps_a_waiting_calls_arguments() -> None:

@@ -209,11 +209,9 @@ def cmd_from_chat(args: argparse.Namespace) -> int:
             break
     if not conv.done and not ended:
         for block in blocks:  # every chat data: payload, as chat_data_lines reads them
-            for payload in _payloads(parser, block):
-                chunks += 1
-                frames += feed(payload)
-                if conv.done:
-                    break
+            payloads = _payloads(parser, block)
+            chunks += len(payloads)
+            frames += conv.feed_payloads_sse(payloads)
             if conv.done:
                 break
         else:

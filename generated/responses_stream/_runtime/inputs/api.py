@@ -223,6 +223,8 @@ class _Forms:
 
     def feed_sse(self, item: object) -> list[bytes]:
         conv = self.conv
+        if type(item) is bytes:  # SSE bytes: payloads only
+            return conv.feed_payloads_sse(self.pieces(item))
         frames: list[bytes] = []
         for piece in self.pieces(item):
             frames += conv.feed_data_sse(piece) if isinstance(piece, str) else conv.feed_sse(piece)

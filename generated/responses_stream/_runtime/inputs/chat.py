@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -109,6 +109,9 @@ class _QuickChunk(msgspec.Struct):
 
 
 _decode_quick = msgspec.json.Decoder(_QuickChunk).decode
+# The open part's fast path: its item, part kind, ``<part>_delta``, the ``_sse`` twin
+# (None if it has none) and the delta keys routed to it.
+_PartFast = tuple[ItemHandle, str | None, Any, Any, frozenset[str]]
 
 
 class BadChunk(ValueError):
@@ -238,7 +241,7 @@ class ChatToResponses:
         # delta keys whose presence matters, and the open part's emitter methods.
         self._routes = {k: (r["item"], r["part"]) for k, r in self.fields.items()}
         self._delta_keys = (*self.fields, "tool_calls")
-        self._part_fast: tuple[ItemHandle, str | None, Any, Any] | None = None
+        self._part_fast: _PartFast | None = None
 
     # -- input --------------------------------------------------------------
     def feed_data(self, data: str) -> None:
@@ -272,17 +275,98 @@ class ChatToResponses:
     # call, skips the event structs: the emitter's ``*_sse`` fast path makes the same bytes.
     def feed_data_sse(self, data: str) -> list[bytes]:
         """``feed_data``, then the SSE frames of what it produced."""
-        tried = False  # the fast paths had the chunk and did not take it
         if data[:1] == "{" and not self.done:
             try:
                 quick = _decode_quick(data)
             except msgspec.DecodeError:  # not of that shape (or not JSON): the general path
                 quick = None
             if quick is not None:
-                frames = self._fast_sse(quick)
-                if frames is not None:
-                    return frames
-                tried = True
+                return self._decoded_sse(data, quick)
+        return self._general_sse(data, False)
+
+    def feed_payloads_sse(self, payloads: Sequence[str]) -> list[bytes]:
+        """``feed_data_sse`` of each payload in turn, the frames of all in one list (the
+        same bytes), up to the payload that ends the stream; those after it are ignored.
+
+        The text deltas of the open part (the bulk of a stream) are framed here, with
+        the state that lets them through read once a run of them instead of once a chunk:
+        a text delta changes none of it.
+        """
+        out: list[bytes] = []
+        state = self._text_state()
+        for data in payloads:
+            if state is None or data[:1] != "{":
+                out += self.feed_data_sse(data)
+            else:
+                try:
+                    quick = _decode_quick(data)
+                except msgspec.DecodeError:
+                    out += self._general_sse(data, False)
+                else:
+                    choices = quick.choices
+                    if choices is not None and len(choices) == 1 and quick.usage is None:
+                        choice = choices[0]
+                        delta = choice.delta
+                        index = choice.index
+                        if (
+                            type(delta) is dict
+                            and len(delta) == 1
+                            and choice.finish_reason is None
+                            and not choice.logprobs
+                            and (index == 0 and type(index) is int or index is None)
+                        ):
+                            ((key, text),) = delta.items()
+                            item, sse, keys, most = state
+                            if key in keys and type(text) is str and text:
+                                total = item.chars + len(text)
+                                if total <= most and not has_surrogate(text):
+                                    item.chars = total
+                                    out.append(sse(text))
+                                    continue
+                    out += self._decoded_sse(data, quick)
+            if self.done:
+                break
+            state = self._text_state()
+        return out
+
+    def _text_state(self) -> tuple[ItemHandle, Any, frozenset[str], int] | None:
+        """What ``_text_sse`` reads to let a text delta through, when the stream is in a
+        state that lets one through: the open item, its part's ``_sse`` delta method, the
+        delta keys routed to the part and the item's text limit; else None."""
+        item = self.item
+        proc = self.proc
+        if (
+            item is None
+            or item.part_kind is None
+            or self.calls
+            or self._held
+            or self.finish_reason is not None
+            or self.done
+            or proc.ended
+            or proc.out
+            or item.emitter.closed
+        ):
+            return None
+        fast = self._part_fast
+        if fast is None or fast[0] is not item or fast[1] != item.part_kind:
+            fast = self._part_methods()
+        if fast[3] is None:
+            return None
+        return item, fast[3], fast[4], proc.max_item_chars
+
+    def _decoded_sse(self, data: str, quick: _QuickChunk) -> list[bytes]:
+        """``feed_data_sse`` of ``data``, decoded as ``quick``."""
+        frames = self._text_sse(quick)
+        if frames is not None:
+            return frames
+        frames = self._fast_sse(quick)
+        if frames is not None:
+            return frames
+        return self._general_sse(data, True)
+
+    def _general_sse(self, data: str, tried: bool) -> list[bytes]:
+        """``feed_data_sse`` of ``data`` once the fast paths did not take it (``tried``:
+        they had it decoded)."""
         try:  # the usual chunk, parsed inline (see convert.loads); all else is left to _parse
             chunk = _HANDLED if self.done or data.strip() == "[DONE]" else _decode(data)
         except Exception:
@@ -335,14 +419,66 @@ class ChatToResponses:
             return self.proc.drain_sse()
         return None
 
-    def _part_methods(self) -> tuple[ItemHandle, str | None, Any, Any]:
+    def _text_sse(self, quick: _QuickChunk) -> list[bytes] | None:
+        """The frame of a decoded chunk whose delta is one text field for the open part,
+        else None: what ``_fast_sse`` makes of the bulk of a stream, in one call.
+
+        The checks are ``_plain_text``'s for a delta of one key (any other chunk is left
+        to ``_fast_sse``), with the keys routed to the open part looked up once a part.
+        """
+        choices = quick.choices
+        item = self.item
+        if (
+            choices is None
+            or len(choices) != 1
+            or quick.usage is not None
+            or item is None
+            or self.calls
+            or self._held
+            or self.finish_reason is not None
+        ):
+            return None
+        choice = choices[0]
+        delta = choice.delta
+        index = choice.index
+        if (
+            type(delta) is not dict
+            or len(delta) != 1
+            or choice.finish_reason is not None
+            or choice.logprobs
+            or (index is not None and (type(index) is not int or index != 0))
+        ):
+            return None
+        proc = self.proc
+        if proc.ended or proc.out or item.emitter.closed:
+            return None
+        fast = self._part_fast
+        if fast is None or fast[0] is not item or fast[1] != item.part_kind:
+            if item.part_kind is None:
+                return None
+            fast = self._part_methods()
+        ((key, text),) = delta.items()
+        sse = fast[3]
+        if sse is None or key not in fast[4] or type(text) is not str or not text:
+            return None
+        if has_surrogate(text):
+            return None
+        total = item.chars + len(text)
+        if total > proc.max_item_chars:
+            return None  # the general path reports the limit
+        item.chars = total
+        return [sse(text)]
+
+    def _part_methods(self) -> _PartFast:
         """The open item, its part, the part's ``<part>_delta`` and its ``_sse`` twin (None
-        if it has none), kept for the next delta."""
+        if it has none), and the delta keys routed to that part, kept for the next delta."""
         item = self.item
         assert item is not None
-        name = f"{item.part_kind}_delta"
+        kind = item.part_kind
+        name = f"{kind}_delta"
         emitter = item.emitter
-        fast = (item, item.part_kind, getattr(emitter, name), getattr(emitter, f"{name}_sse", None))
+        keys = frozenset(k for k, r in self._routes.items() if r == (item.type, kind))
+        fast = (item, kind, getattr(emitter, name), getattr(emitter, f"{name}_sse", None), keys)
         self._part_fast = fast
         return fast
 
