@@ -76,6 +76,7 @@ GENERATED_LOCALS = {
     "created_at",
     "events",
     "fields",
+    "fixed",
     "id",
     "ids",
     "index",

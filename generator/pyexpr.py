@@ -17,6 +17,12 @@ __all__ = ["comment_text", "literal", "needs_convert", "pytype"]
 MUTABLE = (list, dict)
 
 
+def constname(name: str) -> str:
+    """A module constant's name part for a spec name: what is not a letter or digit is
+    ``_``, in upper case."""
+    return "".join(c if c.isalnum() else "_" for c in name).upper()
+
+
 def literal(value: Any) -> str:
     """A Python literal for a YAML scalar, list or mapping."""
     if isinstance(value, dict):

@@ -12,7 +12,7 @@ import jinja2
 
 from .compile import Catalog, ItemC
 from .models import render_models
-from .pyexpr import comment_text, literal
+from .pyexpr import comment_text, constname, literal
 from .resources import license_text
 from .runtime.version import __version__
 from .scenarios import acc_pairs, address_fields, scenarios
@@ -38,7 +38,7 @@ def _env() -> jinja2.Environment:
     )
     env.filters["pyrepr"] = literal
     env.filters["pytuple"] = lambda xs: "(" + "".join(f"{literal(x)}, " for x in xs) + ")"
-    env.filters["constname"] = lambda n: "".join(c if c.isalnum() else "_" for c in n).upper()
+    env.filters["constname"] = constname
     env.filters["pybytes"] = lambda v: repr(v.encode("utf-8"))
     env.filters["json"] = lambda v: json.dumps(v, indent=2, ensure_ascii=False)
     return env

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
+
 from .compile import (
     ADDRESS_FIELDS,
     ENVELOPE_OWN_FIELDS,
@@ -23,9 +25,26 @@ from .compile import (
     PartC,
     TransitionC,
 )
-from .pyexpr import MUTABLE, literal, needs_convert, pytype
+from .pyexpr import MUTABLE, constname, literal, needs_convert, pytype
 from .runtime.core.stream import COMPACT_EVERY
 from .types import TypeRef
+
+
+@dataclass
+class Frame:
+    """A delta event's SSE frame put together from bytes, without its model (the ``_sse``
+    twin of a delta transition).
+
+    The payload's fields go out in the model's order: type and sequence number (``head``,
+    a module constant), the address fields, which stay the same while the item or part is
+    open (their bytes are made once and kept in ``cache``), then the transition's
+    arguments.  Only for events whose other fields are all arguments.
+    """
+
+    head: str  # the module constant: SSE prefix, '{"type":...,"sequence_number":'
+    cache: str  # where the address fields' bytes are kept ("p._frame", "self._frame")
+    fixed: str  # the expression of those bytes, through the first argument's key
+    pieces: str  # the expressions that follow the head, comma-separated
 
 
 @dataclass
@@ -45,6 +64,7 @@ class Method:
     final: bool = False
     part: str = ""  # the part kind for part transitions
     transition: str = ""
+    frame: Frame | None = None  # how the ``_sse`` twin frames its event without the model
 
 
 @dataclass
@@ -57,6 +77,7 @@ class PartView:
     accs: list[tuple[str, str, str]]  # (name, annotation, initial value)
     snapshot: str
     methods: list[Method]
+    framed: bool = False  # a method has a Frame: the state keeps its bytes
 
 
 @dataclass
@@ -82,6 +103,7 @@ class ItemView:
     finals: list[str]
     machine: MachineC
     events: list[str]
+    framed: bool = False  # a method has a Frame: the emitter keeps its bytes
 
 
 @dataclass
@@ -107,6 +129,7 @@ class DialectView:
     extension_events: list[str]
     constants: list[tuple[str, str]] = field(default_factory=list)
     typing_names: list[str] = field(default_factory=list)  # what the emitters import
+    heads: list[tuple[str, str]] = field(default_factory=list)  # Frame heads: name, text
 
 
 class _Ctx:
@@ -163,18 +186,49 @@ class _Ctx:
         ev = self.v.cat.events[emit.event]
         args = ["sequence_number=next(seq)"]
         for addr in ADDRESS_FIELDS[ev.address]:
-            args.append(
-                {
-                    "item_id": "item_id=self.item_id",
-                    "output_index": "output_index=self.output_index",
-                    "content_index": "content_index=p.index",
-                    "summary_index": "summary_index=p.index",
-                }[addr]
-            )
+            args.append(f"{addr}={_ADDRESS_EXPR[addr]}")
         bindings = self.v.bindings(emit)
         for b in bindings:
             args.append(f"{b.name}={self.source(b.source, b.type, machine)}")
         return f"m.{ev.cls}({', '.join(args)})"
+
+    def frame(self, tr: TransitionC, machine: MachineC) -> Frame | None:
+        """The ``Frame`` of a delta transition that emits one event, each of whose fields
+        past its address is one of the transition's arguments; else None."""
+        if tr.name != "delta" or len(tr.emits) != 1 or tr.emits[0].when:
+            return None
+        if tr.target in machine.finals:
+            return None
+        emit = tr.emits[0]
+        ev = self.v.cat.events[emit.event]
+        order = list(self.v.d.overrides.get(ev.name, ev.fields))  # the model's field order
+        sources = {b.name: b.source for b in self.v.bindings(emit)}
+        if not order or sorted(order) != sorted(sources):
+            return None
+        args = []
+        for name in order:
+            src = sources[name]
+            if not isinstance(src, str) or not src.startswith("params."):
+                return None
+            args.append((name, src[len("params.") :]))
+        fixed = []
+        for addr in ADDRESS_FIELDS[ev.address]:
+            fixed += [_key_bytes(addr), f"_encode({_ADDRESS_EXPR[addr]})"]
+        fixed.append(_key_bytes(args[0][0]))
+        pieces = ['b"%d" % next(seq)', "fixed", f"_encode({args[0][1]})"]
+        for name, param in args[1:]:
+            pieces += [_key_bytes(name), f"_encode({param})"]
+        pieces.append(repr(b"}\n\n"))
+        wire = self.v.d.event_type(ev.name)
+        head = f"_HEAD_{constname(ev.name)}"
+        tag = msgspec.json.encode(wire).decode()  # as the model's encoder writes it
+        self.v.heads[head] = f'event: {wire}\ndata: {{"type":{tag},"sequence_number":'
+        return Frame(
+            head=head,
+            cache="p._frame" if self.scope == "part" else "self._frame",
+            fixed=f'b"".join(({", ".join(fixed)}))',
+            pieces=", ".join(pieces),
+        )
 
     def action(self, act: ActionC, machine: MachineC, params: dict[str, Param]) -> str:
         if act.op == "append":
@@ -230,7 +284,21 @@ class _Ctx:
             returns=returns,
             final=final,
             transition=tr.name,
+            frame=self.frame(tr, machine),
         )
+
+
+_ADDRESS_EXPR = {
+    "item_id": "self.item_id",
+    "output_index": "self.output_index",
+    "content_index": "p.index",
+    "summary_index": "p.index",
+}
+
+
+def _key_bytes(name: str) -> str:
+    """The bytes literal of ``,"name":``, as a payload's key follows the one before."""
+    return repr(b"," + msgspec.json.encode(name) + b":")
 
 
 def _acc(name: str, kind: str) -> tuple[str, str, str]:
@@ -252,6 +320,7 @@ class DialectViews:
         self.d = dialect
         self.constants: dict[str, str] = {}
         self.typing_names = {"Any", "Literal"}
+        self.heads: dict[str, str] = {}  # Frame heads: constant name -> its text
 
     def returns(self, events: list[str]) -> str:
         """``list[m.A | m.B]``: the models of ``events``, each once, in order of appearance."""
@@ -403,6 +472,7 @@ class DialectViews:
             finals=item.machine.finals,
             machine=item.machine,
             events=item.events,
+            framed=any(m.frame for m in methods),
         )
 
     def part(self, part: PartC, slot: str, owner: str) -> PartView:
@@ -429,6 +499,7 @@ class DialectViews:
             accs=[_acc(n, a.kind) for n, a in part.machine.context.items()],
             snapshot=f"m.{cls}({', '.join(args)})",
             methods=methods,
+            framed=any(m.frame for m in methods),
         )
 
     # -- envelope and dialect -------------------------------------------------
@@ -479,6 +550,7 @@ class DialectViews:
             extension_events=sorted(n for n in self.cat.events if not self.d.is_standard_event(n)),
             constants=sorted(self.constants.items()),
             typing_names=sorted(self.typing_names),
+            heads=sorted(self.heads.items()),
         )
 
 

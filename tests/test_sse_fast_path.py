@@ -13,6 +13,15 @@ from responses_stream import CountingIds
 CASES = [
     ("message", "output_text_open", "output_text_delta", {"delta": 'a "q"\n✓'}),
     ("message", "refusal_open", "refusal_delta", {"delta": "no"}),
+    (
+        "message",
+        "output_text_open",
+        "output_text_delta",
+        {
+            "delta": "\u2028\x00é",
+            "logprobs": [{"token": "é", "logprob": -0.25, "bytes": [195, 169], "top_logprobs": []}],
+        },
+    ),
     ("reasoning", "summary_text_open", "summary_text_delta", {"delta": "plan"}),
     ("reasoning", "reasoning_text_open", "reasoning_text_delta", {"delta": "思考"}),
 ]

@@ -159,6 +159,18 @@ _PREFIX_RESPONSE_APPLY_PATCH_CALL_OPERATION_DIFF_DELTA = (
 _PREFIX_RESPONSE_APPLY_PATCH_CALL_OPERATION_DIFF_DONE = (
     b"event: openai:response.apply_patch_call_operation_diff.done\ndata: "
 )
+_HEAD_RESPONSE_CODE_INTERPRETER_CALL_CODE_DELTA = b'event: openai:response.code_interpreter_call_code.delta\ndata: {"type":"openai:response.code_interpreter_call_code.delta","sequence_number":'
+_HEAD_RESPONSE_CUSTOM_TOOL_CALL_INPUT_DELTA = b'event: openai:response.custom_tool_call_input.delta\ndata: {"type":"openai:response.custom_tool_call_input.delta","sequence_number":'
+_HEAD_RESPONSE_FUNCTION_CALL_ARGUMENTS_DELTA = b'event: response.function_call_arguments.delta\ndata: {"type":"response.function_call_arguments.delta","sequence_number":'
+_HEAD_RESPONSE_MCP_CALL_ARGUMENTS_DELTA = b'event: openai:response.mcp_call_arguments.delta\ndata: {"type":"openai:response.mcp_call_arguments.delta","sequence_number":'
+_HEAD_RESPONSE_OUTPUT_TEXT_DELTA = b'event: response.output_text.delta\ndata: {"type":"response.output_text.delta","sequence_number":'
+_HEAD_RESPONSE_REASONING_SUMMARY_TEXT_DELTA = b'event: response.reasoning_summary_text.delta\ndata: {"type":"response.reasoning_summary_text.delta","sequence_number":'
+_HEAD_RESPONSE_REASONING_TEXT_DELTA = (
+    b'event: response.reasoning.delta\ndata: {"type":"response.reasoning.delta","sequence_number":'
+)
+_HEAD_RESPONSE_REFUSAL_DELTA = (
+    b'event: response.refusal.delta\ndata: {"type":"response.refusal.delta","sequence_number":'
+)
 
 
 class AdditionalToolsEmitter:
@@ -499,6 +511,7 @@ class CodeInterpreterCallEmitter:
         "container_id",
         "outputs",
         "_acc_code",
+        "_frame",
     )
 
     def __init__(
@@ -514,6 +527,7 @@ class CodeInterpreterCallEmitter:
         self.container_id: str = container_id if container_id is not None else ""
         self.outputs: list[dict[str, Any]] = []
         self._acc_code: TextAcc = TextAcc()
+        self._frame: bytes | None = None  # the address fields' bytes, once a delta framed them
 
     def snapshot(self) -> m.ResponseCodeInterpreterToolCall:
         """The item as it stands now."""
@@ -589,17 +603,25 @@ class CodeInterpreterCallEmitter:
         if len(self._acc_code) >= 256:
             self._acc_code.compact()
         seq = self._stream.seq
-        return (
-            _PREFIX_RESPONSE_CODE_INTERPRETER_CALL_CODE_DELTA
-            + _encode(
-                m.ResponseCodeInterpreterCallCodeDeltaEvent(
-                    sequence_number=next(seq),
-                    item_id=self.item_id,
-                    output_index=self.output_index,
-                    delta=delta,
+        fixed = self._frame
+        if fixed is None:
+            fixed = self._frame = b"".join(
+                (
+                    b',"item_id":',
+                    _encode(self.item_id),
+                    b',"output_index":',
+                    _encode(self.output_index),
+                    b',"delta":',
                 )
             )
-            + b"\n\n"
+        return b"".join(
+            (
+                _HEAD_RESPONSE_CODE_INTERPRETER_CALL_CODE_DELTA,
+                b"%d" % next(seq),
+                fixed,
+                _encode(delta),
+                b"}\n\n",
+            )
         )
 
     def interpreting(
@@ -1049,6 +1071,7 @@ class CustomToolCallEmitter:
         "name",
         "namespace",
         "_acc_input",
+        "_frame",
     )
 
     def __init__(
@@ -1069,6 +1092,7 @@ class CustomToolCallEmitter:
         self.name: str = name
         self.namespace: str | None = namespace
         self._acc_input: TextAcc = TextAcc()
+        self._frame: bytes | None = None  # the address fields' bytes, once a delta framed them
 
     def snapshot(self) -> m.ResponseCustomToolCall:
         """The item as it stands now."""
@@ -1136,17 +1160,25 @@ class CustomToolCallEmitter:
         if len(self._acc_input) >= 256:
             self._acc_input.compact()
         seq = self._stream.seq
-        return (
-            _PREFIX_RESPONSE_CUSTOM_TOOL_CALL_INPUT_DELTA
-            + _encode(
-                m.ResponseCustomToolCallInputDeltaEvent(
-                    sequence_number=next(seq),
-                    item_id=self.item_id,
-                    output_index=self.output_index,
-                    delta=delta,
+        fixed = self._frame
+        if fixed is None:
+            fixed = self._frame = b"".join(
+                (
+                    b',"item_id":',
+                    _encode(self.item_id),
+                    b',"output_index":',
+                    _encode(self.output_index),
+                    b',"delta":',
                 )
             )
-            + b"\n\n"
+        return b"".join(
+            (
+                _HEAD_RESPONSE_CUSTOM_TOOL_CALL_INPUT_DELTA,
+                b"%d" % next(seq),
+                fixed,
+                _encode(delta),
+                b"}\n\n",
+            )
         )
 
     def done(self) -> list[m.ResponseCustomToolCallInputDoneEvent | m.ResponseOutputItemDoneEvent]:
@@ -1463,6 +1495,7 @@ class FunctionCallEmitter:
         "name",
         "namespace",
         "_acc_arguments",
+        "_frame",
     )
 
     def __init__(
@@ -1483,6 +1516,7 @@ class FunctionCallEmitter:
         self.name: str = name
         self.namespace: str | None = namespace
         self._acc_arguments: TextAcc = TextAcc()
+        self._frame: bytes | None = None  # the address fields' bytes, once a delta framed them
 
     def snapshot(self) -> m.ResponseFunctionToolCall:
         """The item as it stands now."""
@@ -1550,17 +1584,25 @@ class FunctionCallEmitter:
         if len(self._acc_arguments) >= 256:
             self._acc_arguments.compact()
         seq = self._stream.seq
-        return (
-            _PREFIX_RESPONSE_FUNCTION_CALL_ARGUMENTS_DELTA
-            + _encode(
-                m.ResponseFunctionCallArgumentsDeltaEvent(
-                    sequence_number=next(seq),
-                    item_id=self.item_id,
-                    output_index=self.output_index,
-                    delta=delta,
+        fixed = self._frame
+        if fixed is None:
+            fixed = self._frame = b"".join(
+                (
+                    b',"item_id":',
+                    _encode(self.item_id),
+                    b',"output_index":',
+                    _encode(self.output_index),
+                    b',"delta":',
                 )
             )
-            + b"\n\n"
+        return b"".join(
+            (
+                _HEAD_RESPONSE_FUNCTION_CALL_ARGUMENTS_DELTA,
+                b"%d" % next(seq),
+                fixed,
+                _encode(delta),
+                b"}\n\n",
+            )
         )
 
     def done(
@@ -2285,6 +2327,7 @@ class McpCallEmitter:
         "output",
         "error",
         "_acc_arguments",
+        "_frame",
     )
 
     def __init__(
@@ -2309,6 +2352,7 @@ class McpCallEmitter:
         self.output: str | None = output
         self.error: dict[str, Any] | None = error
         self._acc_arguments: TextAcc = TextAcc()
+        self._frame: bytes | None = None  # the address fields' bytes, once a delta framed them
 
     def snapshot(self) -> m.McpCall:
         """The item as it stands now."""
@@ -2382,17 +2426,25 @@ class McpCallEmitter:
         if len(self._acc_arguments) >= 256:
             self._acc_arguments.compact()
         seq = self._stream.seq
-        return (
-            _PREFIX_RESPONSE_MCP_CALL_ARGUMENTS_DELTA
-            + _encode(
-                m.ResponseMcpCallArgumentsDeltaEvent(
-                    sequence_number=next(seq),
-                    item_id=self.item_id,
-                    output_index=self.output_index,
-                    delta=delta,
+        fixed = self._frame
+        if fixed is None:
+            fixed = self._frame = b"".join(
+                (
+                    b',"item_id":',
+                    _encode(self.item_id),
+                    b',"output_index":',
+                    _encode(self.output_index),
+                    b',"delta":',
                 )
             )
-            + b"\n\n"
+        return b"".join(
+            (
+                _HEAD_RESPONSE_MCP_CALL_ARGUMENTS_DELTA,
+                b"%d" % next(seq),
+                fixed,
+                _encode(delta),
+                b"}\n\n",
+            )
         )
 
     def progress(self) -> list[m.ResponseMcpCallInProgressEvent]:
@@ -2676,11 +2728,12 @@ class McpListToolsEmitter:
 class _MessageEmitterResponseOutputTextState:
     """The open output_text part of a message item."""
 
-    __slots__ = ("index", "state", "text", "annotations", "logprobs")
+    __slots__ = ("index", "state", "text", "annotations", "logprobs", "_frame")
 
     def __init__(self, index: int) -> None:
         self.index = index
         self.state = "pending"
+        self._frame: bytes | None = None  # the address fields' bytes, once a delta framed them
         self.text: TextAcc = TextAcc()
         self.annotations: list[Any] = []
         self.logprobs: list[Any] = []
@@ -2694,11 +2747,12 @@ class _MessageEmitterResponseOutputTextState:
 class _MessageEmitterResponseOutputRefusalState:
     """The open refusal part of a message item."""
 
-    __slots__ = ("index", "state", "refusal")
+    __slots__ = ("index", "state", "refusal", "_frame")
 
     def __init__(self, index: int) -> None:
         self.index = index
         self.state = "pending"
+        self._frame: bytes | None = None  # the address fields' bytes, once a delta framed them
         self.refusal: TextAcc = TextAcc()
 
     def snapshot(self) -> m.ResponseOutputRefusal:
@@ -2916,19 +2970,29 @@ class MessageEmitter:
             p.text.compact()
         p.logprobs.extend(logprobs)
         seq = self._stream.seq
-        return (
-            _PREFIX_RESPONSE_OUTPUT_TEXT_DELTA
-            + _encode(
-                m.ResponseTextDeltaEvent(
-                    sequence_number=next(seq),
-                    item_id=self.item_id,
-                    output_index=self.output_index,
-                    content_index=p.index,
-                    delta=delta,
-                    logprobs=logprobs,
+        fixed = p._frame
+        if fixed is None:
+            fixed = p._frame = b"".join(
+                (
+                    b',"item_id":',
+                    _encode(self.item_id),
+                    b',"output_index":',
+                    _encode(self.output_index),
+                    b',"content_index":',
+                    _encode(p.index),
+                    b',"delta":',
                 )
             )
-            + b"\n\n"
+        return b"".join(
+            (
+                _HEAD_RESPONSE_OUTPUT_TEXT_DELTA,
+                b"%d" % next(seq),
+                fixed,
+                _encode(delta),
+                b',"logprobs":',
+                _encode(logprobs),
+                b"}\n\n",
+            )
         )
 
     def output_text_annotate(
@@ -3068,18 +3132,21 @@ class MessageEmitter:
         if len(p.refusal) >= 256:
             p.refusal.compact()
         seq = self._stream.seq
-        return (
-            _PREFIX_RESPONSE_REFUSAL_DELTA
-            + _encode(
-                m.ResponseRefusalDeltaEvent(
-                    sequence_number=next(seq),
-                    item_id=self.item_id,
-                    output_index=self.output_index,
-                    content_index=p.index,
-                    delta=delta,
+        fixed = p._frame
+        if fixed is None:
+            fixed = p._frame = b"".join(
+                (
+                    b',"item_id":',
+                    _encode(self.item_id),
+                    b',"output_index":',
+                    _encode(self.output_index),
+                    b',"content_index":',
+                    _encode(p.index),
+                    b',"delta":',
                 )
             )
-            + b"\n\n"
+        return b"".join(
+            (_HEAD_RESPONSE_REFUSAL_DELTA, b"%d" % next(seq), fixed, _encode(delta), b"}\n\n")
         )
 
     def refusal_done(self) -> list[m.ResponseRefusalDoneEvent | m.ResponseContentPartDoneEvent]:
@@ -3302,11 +3369,12 @@ class ProgramOutputEmitter:
 class _ReasoningEmitterSummaryTextPartState:
     """The open summary_text part of a reasoning item."""
 
-    __slots__ = ("index", "state", "text")
+    __slots__ = ("index", "state", "text", "_frame")
 
     def __init__(self, index: int) -> None:
         self.index = index
         self.state = "pending"
+        self._frame: bytes | None = None  # the address fields' bytes, once a delta framed them
         self.text: TextAcc = TextAcc()
 
     def snapshot(self) -> m.SummaryTextPart:
@@ -3316,11 +3384,12 @@ class _ReasoningEmitterSummaryTextPartState:
 class _ReasoningEmitterReasoningTextPartState:
     """The open reasoning_text part of a reasoning item."""
 
-    __slots__ = ("index", "state", "text")
+    __slots__ = ("index", "state", "text", "_frame")
 
     def __init__(self, index: int) -> None:
         self.index = index
         self.state = "pending"
+        self._frame: bytes | None = None  # the address fields' bytes, once a delta framed them
         self.text: TextAcc = TextAcc()
 
     def snapshot(self) -> m.ReasoningTextPart:
@@ -3533,18 +3602,27 @@ class ReasoningEmitter:
         if len(p.text) >= 256:
             p.text.compact()
         seq = self._stream.seq
-        return (
-            _PREFIX_RESPONSE_REASONING_SUMMARY_TEXT_DELTA
-            + _encode(
-                m.ResponseReasoningSummaryTextDeltaEvent(
-                    sequence_number=next(seq),
-                    item_id=self.item_id,
-                    output_index=self.output_index,
-                    summary_index=p.index,
-                    delta=delta,
+        fixed = p._frame
+        if fixed is None:
+            fixed = p._frame = b"".join(
+                (
+                    b',"item_id":',
+                    _encode(self.item_id),
+                    b',"output_index":',
+                    _encode(self.output_index),
+                    b',"summary_index":',
+                    _encode(p.index),
+                    b',"delta":',
                 )
             )
-            + b"\n\n"
+        return b"".join(
+            (
+                _HEAD_RESPONSE_REASONING_SUMMARY_TEXT_DELTA,
+                b"%d" % next(seq),
+                fixed,
+                _encode(delta),
+                b"}\n\n",
+            )
         )
 
     def summary_text_done(
@@ -3646,18 +3724,27 @@ class ReasoningEmitter:
         if len(p.text) >= 256:
             p.text.compact()
         seq = self._stream.seq
-        return (
-            _PREFIX_RESPONSE_REASONING_TEXT_DELTA
-            + _encode(
-                m.ResponseReasoningTextDeltaEvent(
-                    sequence_number=next(seq),
-                    item_id=self.item_id,
-                    output_index=self.output_index,
-                    content_index=p.index,
-                    delta=delta,
+        fixed = p._frame
+        if fixed is None:
+            fixed = p._frame = b"".join(
+                (
+                    b',"item_id":',
+                    _encode(self.item_id),
+                    b',"output_index":',
+                    _encode(self.output_index),
+                    b',"content_index":',
+                    _encode(p.index),
+                    b',"delta":',
                 )
             )
-            + b"\n\n"
+        return b"".join(
+            (
+                _HEAD_RESPONSE_REASONING_TEXT_DELTA,
+                b"%d" % next(seq),
+                fixed,
+                _encode(delta),
+                b"}\n\n",
+            )
         )
 
     def reasoning_text_done(
