@@ -226,30 +226,23 @@ def test_chat_fast_path_is_the_general_path(dialect: str, stream: tuple[list[Any
         assert new == _old_sse_from_chat(chunks, dialect)
 
 
-def test_chat_fast_path_is_taken() -> None:
-    """A plain text stream goes through ``_text_sse`` for every delta but the first."""
-    proc = _proc("openai")
-    conv = ChatToResponses(proc)
-    taken = []
-    text_sse = conv._text_sse
-    conv._text_sse = lambda chunk: taken.append(text_sse(chunk)) or taken[-1]  # type: ignore[method-assign]
-    for t in ["", "a", "b", "c"]:
-        conv.feed_data_sse(json.dumps(_one({"content": t})))
-    assert [t if t is None else len(t) for t in taken] == [None, None, 1, 1]
-    assert b'"delta":"c"' in taken[-1][0]
-
-
-def test_a_list_of_plain_text_chunks_is_framed_without_a_call_a_chunk() -> None:
-    """``feed_payloads_sse`` frames each text delta of the open part itself: only the
-    chunks before the part opened go through ``feed_data_sse``."""
+@pytest.mark.parametrize("in_list", [False, True])
+def test_chat_fast_path_is_taken(in_list: bool) -> None:
+    """A plain text stream's deltas but the first are framed by ``feed_payloads_sse``
+    itself, one payload at a time (``feed_data_sse``) or in a list: only the chunks
+    before the part opened go on to the other paths (``_one_sse``)."""
     conv = ChatToResponses(_proc("openai"))
     called = []
-    one = conv.feed_data_sse
-    conv.feed_data_sse = lambda data: called.append(data) or one(data)  # type: ignore[method-assign]
+    one = conv._one_sse
+    conv._one_sse = lambda data: called.append(data) or one(data)  # type: ignore[method-assign]
     payloads = [json.dumps(_one({"content": t})) for t in ["", "a", "b", "c", "d"]]
-    frames = conv.feed_payloads_sse(payloads)
+    if in_list:
+        frames = conv.feed_payloads_sse(payloads)
+    else:
+        frames = [f for p in payloads for f in conv.feed_data_sse(p)]
     assert called == payloads[:2]
     assert [f.count(b"response.output_text.delta") for f in frames[-3:]] == [2, 2, 2]
+    assert b'"delta":"d"' in frames[-1]
 
 
 def test_chat_fast_path_keeps_a_waiting_calls_arguments() -> None:

@@ -274,14 +274,7 @@ class ChatToResponses:
     # call, skips the event structs: the emitter's ``*_sse`` fast path makes the same bytes.
     def feed_data_sse(self, data: str) -> list[bytes]:
         """``feed_data``, then the SSE frames of what it produced."""
-        if data[:1] == "{" and not self.done:
-            try:
-                quick = _decode_quick(data)
-            except msgspec.DecodeError:  # not of that shape (or not JSON): the general path
-                quick = None
-            if quick is not None:
-                return self._decoded_sse(data, quick)
-        return self._general_sse(data, False)
+        return self.feed_payloads_sse((data,))
 
     def feed_payloads_sse(self, payloads: Sequence[str]) -> list[bytes]:
         """``feed_data_sse`` of each payload in turn, the frames of all in one list (the
@@ -295,7 +288,7 @@ class ChatToResponses:
         state = self._text_state()
         for data in payloads:
             if state is None or data[:1] != "{":
-                out += self.feed_data_sse(data)
+                out += self._one_sse(data)
             else:
                 try:
                     quick = _decode_quick(data)
@@ -322,16 +315,16 @@ class ChatToResponses:
                                     item.chars = total
                                     out.append(sse(text))
                                     continue
-                    out += self._decoded_sse(data, quick)
+                    out += self._quick_sse(data, quick)
             if self.done:
                 break
             state = self._text_state()
         return out
 
     def _text_state(self) -> tuple[ItemHandle, Any, frozenset[str], int] | None:
-        """What ``_text_sse`` reads to let a text delta through, when the stream is in a
-        state that lets one through: the open item, its part's ``_sse`` delta method, the
-        delta keys routed to the part and the item's text limit; else None."""
+        """What ``feed_payloads_sse`` reads to frame a text delta itself, when the stream is
+        in a state that lets one through: the open item, its part's ``_sse`` delta method,
+        the delta keys routed to the part and the item's text limit; else None."""
         item = self.item
         proc = self.proc
         if (
@@ -353,11 +346,20 @@ class ChatToResponses:
             return None
         return item, fast[3], fast[4], proc.max_item_chars
 
-    def _decoded_sse(self, data: str, quick: _QuickChunk) -> list[bytes]:
-        """``feed_data_sse`` of ``data``, decoded as ``quick``."""
-        frames = self._text_sse(quick)
-        if frames is not None:
-            return frames
+    def _one_sse(self, data: str) -> list[bytes]:
+        """``feed_data_sse`` of a payload the text path of ``feed_payloads_sse`` did not
+        take."""
+        if data[:1] == "{" and not self.done:
+            try:
+                quick = _decode_quick(data)
+            except msgspec.DecodeError:  # not of that shape (or not JSON): the general path
+                quick = None
+            if quick is not None:
+                return self._quick_sse(data, quick)
+        return self._general_sse(data, False)
+
+    def _quick_sse(self, data: str, quick: _QuickChunk) -> list[bytes]:
+        """``_one_sse`` of ``data``, decoded as ``quick``."""
         frames = self._fast_sse(quick)
         if frames is not None:
             return frames
@@ -417,56 +419,6 @@ class ChatToResponses:
             self.proc.out += emitter.delta(args)
             return self.proc.drain_sse()
         return None
-
-    def _text_sse(self, quick: _QuickChunk) -> list[bytes] | None:
-        """The frame of a decoded chunk whose delta is one text field for the open part,
-        else None: what ``_fast_sse`` makes of the bulk of a stream, in one call.
-
-        The checks are ``_plain_text``'s for a delta of one key (any other chunk is left
-        to ``_fast_sse``), with the keys routed to the open part looked up once a part.
-        """
-        choices = quick.choices
-        item = self.item
-        if (
-            choices is None
-            or len(choices) != 1
-            or quick.usage is not None
-            or item is None
-            or self.calls
-            or self._held
-            or self.finish_reason is not None
-        ):
-            return None
-        choice = choices[0]
-        delta = choice.delta
-        index = choice.index
-        if (
-            type(delta) is not dict
-            or len(delta) != 1
-            or choice.finish_reason is not None
-            or choice.logprobs
-            or (index is not None and (type(index) is not int or index != 0))
-        ):
-            return None
-        proc = self.proc
-        if proc.ended or proc.out or item.emitter.closed:
-            return None
-        fast = self._part_fast
-        if fast is None or fast[0] is not item or fast[1] != item.part_kind:
-            if item.part_kind is None:
-                return None
-            fast = self._part_methods()
-        ((key, text),) = delta.items()
-        sse = fast[3]
-        if sse is None or key not in fast[4] or type(text) is not str or not text:
-            return None
-        if has_surrogate(text):
-            return None
-        total = item.chars + len(text)
-        if total > proc.max_item_chars:
-            return None  # the general path reports the limit
-        item.chars = total
-        return [sse(text)]
 
     def _part_methods(self) -> _PartFast:
         """The open item, its part, the part's ``<part>_delta`` and its ``_sse`` twin (None
