@@ -4,6 +4,7 @@ calls and log lines, and JSON logs."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import Iterator
@@ -16,9 +17,12 @@ from gateway_support import serve_process
 from gateway_upstream import ModelUpstream
 from http_support import serve
 from prometheus_client.parser import text_string_to_metric_families
+from starlette.responses import PlainTextResponse
 from websockets.sync.client import connect
 
 from responses_stream._runtime.gateway.asgi import create_app
+from responses_stream._runtime.gateway.metrics import Metrics
+from responses_stream._runtime.gateway.observe import Observe
 
 
 def samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
@@ -275,3 +279,26 @@ def test_metrics_add_up_across_processes(tmp_path: Path) -> None:
     labels = {"route": "responses", "dialect": "openai", "model": "fake-model", "status": "200"}
     assert value(found, name, **labels) == 2
     assert list(shared.glob("*.db"))
+
+
+def test_a_mounted_gateway_counts_its_routes_by_the_path_under_the_mount() -> None:
+    """Under a mount (``root_path``) the route is the path the router reads, not the
+    full path, which no route of the gateway matches."""
+    metrics = Metrics()
+    app = Observe(PlainTextResponse("ok"), metrics)
+    transport = httpx.ASGITransport(app=app, root_path="/llm")
+
+    async def run() -> None:
+        async with httpx.AsyncClient(transport=transport, base_url="http://gw") as client:
+            assert (await client.post("/llm/v1/responses", content=b"{}")).status_code == 200
+            assert (await client.get("/llm/openresponses/v1/responses/r1")).status_code == 200
+            assert (await client.get("/llmx/v1/responses/r1")).status_code == 200
+
+    asyncio.run(run())
+    found = samples(metrics.exposition().decode())
+    name = "responses_stream_requests_total"
+    assert value(found, name, route="responses", dialect="openai", model="", status="200") == 1
+    assert (
+        value(found, name, route="retrieve", dialect="openresponses", model="", status="200") == 1
+    )
+    assert value(found, name, route="other", dialect="", model="", status="200") == 1

@@ -13,7 +13,7 @@ import time
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from .http import DIALECT_PREFIXES
+from .http import DIALECT_PREFIXES, route_path
 from .metrics import Metrics
 from .request_ids import current_request
 
@@ -58,7 +58,7 @@ class Observe:
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
         m = self.metrics
         start = time.perf_counter()
-        route, dialect = classify(scope["method"], scope["path"])
+        route, dialect = classify(scope["method"], route_path(scope))
         series = m.route(route)
         status, streaming, first, events, size = 500, False, True, 0, 0
 
@@ -93,7 +93,7 @@ class Observe:
 
     async def _websocket(self, scope: Scope, receive: Receive, send: Send) -> None:
         m = self.metrics
-        route, dialect = classify("GET", scope["path"], websocket=True)
+        route, dialect = classify("GET", route_path(scope), websocket=True)
         status, events, size = 403, 0, 0
 
         async def sending(message: Message) -> None:
