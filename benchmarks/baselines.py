@@ -15,6 +15,7 @@ timing, ``benchmarks.check`` makes sure each produces the same events as ours.
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from collections.abc import Callable
@@ -329,10 +330,18 @@ class HandChat:
         return [self._ev("response.completed", response=r)]
 
 
+@functools.cache
+def _event_validator() -> Callable[[Any], Any]:
+    """The pydantic validator of the whole event union, built once a process: building it
+    takes tens of milliseconds, which a server pays at start-up, not on each stream."""
+    from openai.types.responses import ResponseStreamEvent
+    from pydantic import TypeAdapter
+
+    return TypeAdapter(ResponseStreamEvent).validate_python
+
+
 class PydanticChat(HandChat):
     """``HandChat`` with every event an openai SDK model, framed by ``model_dump_json()``."""
-
-    _validate: Callable[[Any], Any] | None = None  # the event union's validator, one a process
 
     def __init__(self, model: str, loads: Loads = json.loads) -> None:
         super().__init__(model, loads)
@@ -345,18 +354,7 @@ class PydanticChat(HandChat):
         self._reasoning = ResponseReasoningTextDeltaEvent
         self._text = ResponseTextDeltaEvent
         self._args = ResponseFunctionCallArgumentsDeltaEvent
-        self._any = PydanticChat.validator()
-
-    @staticmethod
-    def validator() -> Callable[[Any], Any]:
-        """The validator of the whole event union, built once: building it takes tens of
-        milliseconds, which a server pays at start-up, not on each stream."""
-        if PydanticChat._validate is None:
-            from openai.types.responses import ResponseStreamEvent
-            from pydantic import TypeAdapter
-
-            PydanticChat._validate = TypeAdapter(ResponseStreamEvent).validate_python
-        return PydanticChat._validate
+        self._any = _event_validator()
 
     def event(self, payload: dict[str, Any]) -> bytes:
         ev = self._any(payload)

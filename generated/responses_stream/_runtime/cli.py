@@ -200,13 +200,8 @@ def cmd_from_chat(args: argparse.Namespace) -> int:
         raise UsageError(f"--request: {exc}") from None
     frames = output.frames
     frames += conv.proc.drain_sse()
-    feed = conv.feed_data_sse
-    chunks = 0
-    for payload in pending:
-        chunks += 1
-        frames += feed(payload)
-        if conv.done:
-            break
+    chunks = len(pending)
+    frames += conv.feed_payloads_sse(pending)
     if not conv.done and not ended:
         for block in blocks:  # every chat data: payload, as chat_data_lines reads them
             payloads = _payloads(parser, block)
@@ -215,9 +210,9 @@ def cmd_from_chat(args: argparse.Namespace) -> int:
             if conv.done:
                 break
         else:
-            for payload in _close(parser):
-                chunks += 1
-                frames += feed(payload)
+            rest = _close(parser)
+            chunks += len(rest)
+            frames += conv.feed_payloads_sse(rest)
     if not conv.done:
         frames += conv.end_sse()
     output.flush()
