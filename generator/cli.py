@@ -16,8 +16,7 @@ from .compile import build_catalog
 from .errors import SpecErrors
 from .loader import load_dir
 from .render import render_all
-from .resources import base_spec, is_installed_spec
-from .runtime.version import __version__
+from .resources import base_spec, hand_written, is_installed_spec, version
 from .spec_model import spec_json_schema
 from .writer import (
     STAGE_PREFIX,
@@ -68,7 +67,7 @@ def cmd_generate(spec: Path, out: Path, overlays: Sequence[Path] = ()) -> int:
     with locked(out):
         recover(out)
         _spec_litter(spec)
-        stage = render_to_stage(files, out.resolve().parent)
+        stage = render_to_stage(files, out.resolve().parent, hand_written())
         try:
             changed = swap_in(stage, out)
         finally:
@@ -85,7 +84,7 @@ def cmd_check(spec: Path, out: Path, overlays: Sequence[Path] = ()) -> int:
     files = render(spec, overlays)
     with locked(out):
         recover(out)
-        stage = render_to_stage(files, out.resolve().parent)
+        stage = render_to_stage(files, out.resolve().parent, hand_written())
         try:
             drift = diff_trees(stage, out)
         finally:
@@ -122,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
         epilog=EPILOG.format(prog=prog),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {version()}")
     sub = parser.add_subparsers(dest="command", required=True)
     commands: dict[str, argparse.ArgumentParser] = {}
     for name, help_ in (

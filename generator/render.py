@@ -13,8 +13,7 @@ import jinja2
 from .compile import Catalog, ItemC
 from .models import render_models
 from .pyexpr import comment_text, constname, literal
-from .resources import license_text
-from .runtime.version import __version__
+from .resources import license_text, version
 from .scenarios import acc_pairs, address_fields, scenarios
 from .schema import dialect_schema
 from .tables import tables
@@ -22,7 +21,6 @@ from .views import dialect_view
 from .writer import OutputError
 
 TEMPLATES = Path(__file__).parent / "templates"
-RUNTIME = Path(__file__).parent / "runtime"
 VENDOR = "vendor"
 
 
@@ -126,7 +124,7 @@ def render_all(cat: Catalog, spec_dir: Path, *, with_models: bool = True) -> dic
     files[f"{pkg}/__main__.py"] = env.get_template("package_main.py.j2").render(ctx)
     files[f"{pkg}/gateway.py"] = env.get_template("package_gateway.py.j2").render(ctx)
     files["pyproject.toml"] = env.get_template("pyproject.toml.j2").render(
-        {**ctx, "version": __version__}
+        {**ctx, "version": version()}
     )
     files["README.md"] = env.get_template("package_readme.md.j2").render(ctx)
     files["LICENSE"] = license_text()
@@ -140,24 +138,12 @@ def render_all(cat: Catalog, spec_dir: Path, *, with_models: bool = True) -> dic
             ),
         }
     )
-    for path in sorted(RUNTIME.rglob("*.py")):
-        rel = path.relative_to(RUNTIME).as_posix()
-        text = path.read_text(encoding="utf-8")
-        files[f"{pkg}/_runtime/{rel}"] = header(f"generator/runtime/{rel}") + text
     vendor = spec_dir / VENDOR
     if vendor.is_dir():
         for path in sorted(vendor.iterdir()):
             if path.is_file():
                 files[f"{pkg}/_vendor/{path.name}"] = path.read_text(encoding="utf-8")
     files[f"{pkg}/py.typed"] = ""
-    shim = Path(__file__).parent / "plugin" / "responses_stream_pytest.py"
-    files["responses_stream_pytest.py"] = header("generator/plugin/responses_stream_pytest.py") + (
-        shim.read_text(encoding="utf-8")
-    )
-    support = Path(__file__).parent / "testing" / "support.py"
-    files["tests/_support.py"] = header("generator/testing/support.py") + support.read_text(
-        encoding="utf-8"
-    )
     for item in cat.items.values():
         ctx = {"item": item, "views": views, "cat": cat, "header": header(item.source)}
         ctx.update(test_data(cat, item))

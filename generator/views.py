@@ -26,7 +26,7 @@ from .compile import (
     TransitionC,
 )
 from .pyexpr import MUTABLE, constname, literal, needs_convert, pytype
-from .runtime.core.stream import COMPACT_EVERY
+from .resources import runtime_constant
 from .types import TypeRef
 
 
@@ -242,7 +242,7 @@ class _Ctx:
                 # A TextAcc: list.append on the hot path, joined every COMPACT_EVERY deltas.
                 return (
                     f"{attr}.append({value})\n"
-                    f"if len({attr}) >= {COMPACT_EVERY}:\n    {attr}.compact()"
+                    f"if len({attr}) >= {runtime_constant('core/stream.py', 'COMPACT_EVERY')}:\n    {attr}.compact()"
                 )
             verb = "extend" if kind == "list" and is_list else "append"
             return f"{attr}.{verb}({value})"

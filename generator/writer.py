@@ -126,8 +126,13 @@ def recover(out: Path) -> list[str]:
     return done
 
 
-def render_to_stage(files: dict[str, str], parent: Path) -> Path:
-    """Write ``files`` into a fresh staging folder beside the output and format them."""
+def render_to_stage(
+    files: dict[str, str], parent: Path, verbatim: dict[str, bytes] | None = None
+) -> Path:
+    """Write ``files`` into a fresh staging folder beside the output and format them.
+
+    ``verbatim`` files (the hand-written ones) are written after the formatting, as they are.
+    """
     parent.mkdir(parents=True, exist_ok=True)
     stage = Path(tempfile.mkdtemp(prefix=STAGE_PREFIX, dir=parent))
     try:
@@ -136,6 +141,10 @@ def render_to_stage(files: dict[str, str], parent: Path) -> Path:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(text.encode("utf-8"))
         format_tree(stage)
+        for rel, data in (verbatim or {}).items():
+            path = stage / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
     except BaseException:
         shutil.rmtree(stage, ignore_errors=True)
         raise

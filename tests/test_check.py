@@ -341,7 +341,8 @@ def test_every_rule_the_kit_reports_is_listed_and_documented() -> None:
 
     root = Path(__file__).resolve().parents[1]
     source = "".join(
-        p.read_text(encoding="utf-8") for p in (root / "generator/runtime/check").glob("*.py")
+        p.read_text(encoding="utf-8")
+        for p in (root / "generated/responses_stream/_runtime/check").glob("*.py")
     )
     # a finding's rule: a tuple's first string, or chosen by a conditional
     found = re.findall(r'(?:\(\s*|rule = |else |rule == )"([A-Z][A-Z_]{3,})"', source)

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from repo_copy import copy_hand_written
+
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = Path(__file__).parent / "fixtures" / "acme_search_result.yaml"
 
@@ -92,6 +94,7 @@ def test_the_readme_recipe_in_a_copy_of_the_repository(tmp_path: Path) -> None:
         )
     shutil.copy(ROOT / "pyproject.toml", repo / "pyproject.toml")
     shutil.copy(ROOT / "LICENSE", repo / "LICENSE")
+    copy_hand_written(repo)
     items = repo / "spec" / "items"
     shutil.copy(FIXTURE, items / "search hits (acme).yaml")
     (items / "acme").mkdir()

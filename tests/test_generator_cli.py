@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from generator.runtime.version import __version__
+from responses_stream._runtime.version import __version__
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -26,6 +26,7 @@ from typing import Any
 
 import pytest
 from hostile_specs import MARKER, HostileItem, hostile_text
+from repo_copy import copy_hand_written
 
 from generator.compile import (
     GENERATED_BUILTINS,
@@ -102,6 +103,7 @@ class World:
             ROOT / "generator", self.gen / "generator", ignore=shutil.ignore_patterns("__pycache__")
         )
         shutil.copy(ROOT / "LICENSE", self.gen / "LICENSE")  # shipped with the generator
+        copy_hand_written(self.gen)  # and the hand-written files it copies into its output
         self.old_spec = base / "old" / "spec"
         self.new_spec = base / "new" / "spec"
         shutil.copytree(ROOT / "spec", self.old_spec)

@@ -1,10 +1,10 @@
 """The runtime's layers, as a contract: imports point down, and nothing imports in a circle.
 
-``generator/runtime/`` (copied into every generated package as ``_runtime``) has five
-floors: ``core`` at the bottom; ``inputs`` and ``consumers`` on it, neither importing the
-other; ``gateway`` over them, and the conformance kit (``check``) over ``consumers``;
-``cli`` on top.  Every import counts, those inside
-functions too.  The benchmark suite is held to the no-circle rule as well.
+The hand-written runtime (``generated/responses_stream/_runtime/``, copied into every
+other package the generator writes) has five floors: ``core`` at the bottom; ``inputs``
+and ``consumers`` on it, neither importing the other; ``gateway`` over them, and the
+conformance kit (``check``) over ``consumers``; ``cli`` on top.  Every import counts,
+those inside functions too.  The benchmark suite is held to the no-circle rule as well.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-RUNTIME = ROOT / "generator" / "runtime"
+RUNTIME = ROOT / "generated" / "responses_stream" / "_runtime"
 # layer -> the layers it may import (itself included)
 MAY_IMPORT = {
     "core": {"core"},

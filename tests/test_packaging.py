@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from generator.runtime.version import __version__
+from responses_stream._runtime.version import __version__
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -87,8 +87,9 @@ def test_the_generator_wheel(generator_wheel: Path) -> None:
         "spec/items/message.yaml",
         "spec/vendor/PROVENANCE.md",
         "templates/emitters.py.j2",
-        "runtime/version.py",
-        "testing/support.py",
+        "package/responses_stream/_runtime/version.py",
+        "package/responses_stream_pytest.py",
+        "package/tests/_support.py",
         "LICENSE",
     ):
         assert f"{pkg}/{path}" in names, path

@@ -1,1 +1,0 @@
-"""The pytest plugin shim, written beside the generated package as a top-level module."""

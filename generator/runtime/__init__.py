@@ -1,1 +1,0 @@
-"""Hand-written runtime support, copied into every generated package."""
