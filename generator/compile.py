@@ -6,6 +6,7 @@ key at fault; the catalog is only built when there are none.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections import deque
 from dataclasses import dataclass, field
@@ -73,6 +74,7 @@ ENVELOPE_INIT_NAMES = {"function_tools", "ids", "key", "now", "request", "self",
 # break, or silently change, the generated code. tests/test_generator_safety.py
 # checks this set against every name the generated emitters read.
 GENERATED_LOCALS = {
+    "b",  # the dialect's binding
     "created_at",
     "events",
     "fields",
@@ -81,6 +83,7 @@ GENERATED_LOCALS = {
     "ids",
     "index",
     "key",
+    "made",  # what a factory or a hook made
     "p",
     "prev",
     "request",
@@ -90,7 +93,7 @@ GENERATED_LOCALS = {
     "stream",
     "unknown",
 }
-GENERATED_MODULE_NAMES = {"annotations", "function_tools", "m", "msgspec", "now"}
+GENERATED_MODULE_NAMES = {"annotations", "c", "dataclass", "function_tools", "msgspec", "now"}
 GENERATED_BUILTINS = {
     "bool",
     "bytes",
@@ -317,6 +320,20 @@ class DialectC:
 
     def is_standard_item(self, name: str) -> bool:
         return name in self.standard_items
+
+
+def catalogue_dialect(cat: Catalog) -> DialectC:
+    """The catalogue's own spelling: every wire name as the catalogue has it, nothing
+    reshaped (the base the dialects' models are written on)."""
+    return dataclasses.replace(
+        cat.dialects["openai"],
+        name="catalogue",
+        prefix="",
+        standard_events=set(cat.events),
+        standard_items=set(cat.items),
+        renames={},
+        overrides={},
+    )
 
 
 @dataclass

@@ -7,6 +7,7 @@ out of a string; file names reach comments only through ``comment_text``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from .compile import TypeRef
@@ -34,8 +35,9 @@ def literal(value: Any) -> str:
     raise TypeError(f"unsupported literal {value!r}")
 
 
-def pytype(ref: TypeRef, models: str = "m") -> str:
-    """The annotation for a spec type, naming model classes through ``models``."""
+def pytype(ref: TypeRef, models: str | Callable[[str], str] = "m") -> str:
+    """The annotation for a spec type, naming model classes through ``models``: a module
+    alias, or a function from a class name to its annotation."""
     if ref.kind == "string":
         out = "str"
     elif ref.kind == "integer":
@@ -54,7 +56,7 @@ def pytype(ref: TypeRef, models: str = "m") -> str:
     elif ref.kind == "enum":
         out = "Literal[" + ", ".join(repr(v) for v in ref.values) + "]"
     else:
-        out = f"{models}.{ref.name}"
+        out = models(ref.name) if callable(models) else f"{models}.{ref.name}"
     return f"{out} | None" if ref.nullable else out
 
 

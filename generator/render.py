@@ -10,18 +10,20 @@ from typing import Any
 
 import jinja2
 
-from .compile import Catalog, ItemC
+from .compile import Catalog, ItemC, catalogue_dialect
+from .model_split import share
 from .models import render_models
 from .pyexpr import comment_text, constname, literal
 from .resources import license_text, version
 from .scenarios import acc_pairs, address_fields, scenarios
 from .schema import dialect_schema
 from .tables import tables
-from .views import dialect_view
+from .views import DialectView, emitter_views
 from .writer import OutputError
 
 TEMPLATES = Path(__file__).parent / "templates"
 VENDOR = "vendor"
+SHARED = "_shared"  # the subpackage every dialect shares: models, reading models, emitters
 
 
 @functools.cache
@@ -94,6 +96,43 @@ def test_data(cat: Catalog, item: ItemC) -> dict[str, Any]:
     }
 
 
+def _models(cat: Catalog, head: str) -> dict[str, str]:
+    """The models and reading models: one shared module of each, and what each dialect changes."""
+    files = {}
+    catalogue = catalogue_dialect(cat)
+    for module, reading in (("models", False), ("reading", True)):
+        shared, own = share(
+            module,
+            render_models(dialect_schema(cat, catalogue, reading=reading), head),
+            {
+                name: render_models(dialect_schema(cat, d, reading=reading), head)
+                for name, d in sorted(cat.dialects.items())
+            },
+        )
+        files[f"responses_stream/{SHARED}/{module}.py"] = shared
+        for name, text in own.items():
+            files[f"responses_stream/{name}/{module}.py"] = text
+    return files
+
+
+def _shared_emitters(shared: DialectView, views: dict[str, DialectView], head: str) -> str:
+    """The emitters module every dialect shares, rendered from the catalogue's view.
+
+    Each dialect's own view, rendered the same way, must give the same text: what a
+    dialect changes reaches the emitters only through its binding and its hooks.
+    """
+    template = _env().get_template("emitters.py.j2")
+    text = template.render({"d": shared, "header": head})
+    for name, view in views.items():
+        view.envelope.hooks = shared.envelope.hooks
+        if template.render({"d": view, "header": head}) != text:
+            raise OutputError(
+                f"the {name} dialect changes the emitters beyond what a binding carries"
+            )
+        view.envelope.hooks = []
+    return text
+
+
 def render_all(cat: Catalog, spec_dir: Path, *, with_models: bool = True) -> dict[str, str]:
     """Every output file, keyed by its path relative to the output folder.
 
@@ -104,21 +143,25 @@ def render_all(cat: Catalog, spec_dir: Path, *, with_models: bool = True) -> dic
     files: dict[str, str] = {}
     pkg = "responses_stream"
     sources = ", ".join(sorted(cat.sources))
-    views = {}
+    shared_view, views, hooks = emitter_views(cat)
+    if with_models:
+        files.update(_models(cat, header(sources).rstrip("\n")))
+    files[f"{pkg}/{SHARED}/__init__.py"] = (
+        header(sources)
+        + '"""What every dialect shares: the models, the reading models, the emitters."""\n'
+    )
     for name, dialect in sorted(cat.dialects.items()):
         schema = dialect_schema(cat, dialect)
         files[f"{pkg}/{name}/schema.json"] = json.dumps(schema, indent=2, ensure_ascii=False) + "\n"
-        if with_models:
-            head = header(sources).rstrip("\n")
-            files[f"{pkg}/{name}/models.py"] = render_models(schema, head)
-            files[f"{pkg}/{name}/reading.py"] = render_models(
-                dialect_schema(cat, dialect, reading=True), head
-            )
-        view = dialect_view(cat, dialect)
-        views[name] = view
-        ctx: dict[str, Any] = {"d": view, "cat": cat, "header": header(sources)}
-        files[f"{pkg}/{name}/emitters.py"] = env.get_template("emitters.py.j2").render(ctx)
+        ctx: dict[str, Any] = {
+            "d": views[name],
+            "hooks": hooks[name],
+            "respelled": name in shared_view.respelled,
+            "header": header(sources),
+        }
+        files[f"{pkg}/{name}/emitters.py"] = env.get_template("dialect_emitters.py.j2").render(ctx)
         files[f"{pkg}/{name}/__init__.py"] = env.get_template("dialect_init.py.j2").render(ctx)
+    files[f"{pkg}/{SHARED}/emitters.py"] = _shared_emitters(shared_view, views, header(sources))
     ctx = {"views": views, "cat": cat, "header": header(sources)}
     files[f"{pkg}/__init__.py"] = env.get_template("package_init.py.j2").render(ctx)
     files[f"{pkg}/__main__.py"] = env.get_template("package_main.py.j2").render(ctx)
@@ -136,6 +179,16 @@ def render_all(cat: Catalog, spec_dir: Path, *, with_models: bool = True) -> dic
             "harmony": (
                 [r.model_dump() for r in cat.harmony_routes.routes] if cat.harmony_routes else []
             ),
+            "dialects": {
+                name: {
+                    "done_sentinel": d.done_sentinel,
+                    "echo_tools": d.echo_tools,
+                    "event_types": {e: d.event_type(e) for e in cat.events},
+                    "item_types": {i: d.item_type(i) for i in cat.items},
+                    "standard_events": sorted(e for e in cat.events if d.is_standard_event(e)),
+                }
+                for name, d in sorted(cat.dialects.items())
+            },
         }
     )
     vendor = spec_dir / VENDOR

@@ -6,6 +6,9 @@ templates stay free of logic beyond loops.
 
 from __future__ import annotations
 
+import ast
+import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,10 +27,13 @@ from .compile import (
     Param,
     PartC,
     TransitionC,
+    catalogue_dialect,
 )
 from .pyexpr import MUTABLE, constname, literal, needs_convert, pytype
 from .resources import runtime_constant
+from .schema import dialect_schema
 from .types import TypeRef
+from .writer import OutputError
 
 
 @dataclass
@@ -65,6 +71,22 @@ class Method:
     part: str = ""  # the part kind for part transitions
     transition: str = ""
     frame: Frame | None = None  # how the ``_sse`` twin frames its event without the model
+    prefix: str = ""  # the SSE prefix of its first event: a module constant or the binding's
+    params: list[tuple[str, str]] = field(default_factory=list)  # (name, annotation)
+
+    @property
+    def binds(self) -> bool:
+        """Whether its code reads the dialect's binding (``b``)."""
+        code = [*self.prelude, *self.body, *self.emits, self.signature]
+        return any(_BINDS.search(c) for c in code)
+
+    @property
+    def sse_binds(self) -> bool:
+        """Whether its ``_sse`` twin reads the binding (the twin has no events list)."""
+        frame = self.frame
+        code = [*self.prelude, *self.body, self.signature]
+        code += [frame.head, frame.fixed, frame.pieces] if frame else [self.prefix, *self.emits]
+        return any(_BINDS.search(c) for c in code)
 
 
 @dataclass
@@ -78,6 +100,7 @@ class PartView:
     snapshot: str
     methods: list[Method]
     framed: bool = False  # a method has a Frame: the state keeps its bytes
+    annot: str = ""  # the annotation of its snapshot
 
 
 @dataclass
@@ -104,6 +127,20 @@ class ItemView:
     machine: MachineC
     events: list[str]
     framed: bool = False  # a method has a Frame: the emitter keeps its bytes
+    annot: str = ""  # the annotation of its snapshot
+    snapshot_binds: bool = False  # its snapshot reads the dialect's binding
+    typevars: list[str] = field(default_factory=list)  # its type parameters
+
+    @property
+    def generic(self) -> str:
+        """The class with its type parameters, as its factory returns it."""
+        return f"{self.emitter}[{', '.join(self.typevars)}]" if self.typevars else self.emitter
+
+    @property
+    def any(self) -> str:
+        """The class with ``Any`` for each type parameter."""
+        params = ", ".join("Any" for _ in self.typevars)
+        return f"{self.emitter}[{params}]" if self.typevars else self.emitter
 
 
 @dataclass
@@ -114,6 +151,36 @@ class EnvelopeView:
     methods: list[Method]
     initial: str
     snapshot: str
+    annot: str = ""  # the annotation of the Response snapshot
+    snapshot_binds: bool = False
+    hooks: list[Hook] = field(default_factory=list)
+
+
+@dataclass
+class Hook:
+    """An event of the envelope that a dialect spells its own way: the shared emitter
+    calls this method, and a dialect that spells the event otherwise overrides it."""
+
+    name: str
+    params: list[tuple[str, str]]  # (name, annotation)
+    returns: str
+    expr: str
+    binds: bool
+
+
+@dataclass(frozen=True)
+class Naming:
+    """How the emitters, written once for every dialect, name what a dialect changes.
+
+    A model class in ``varying`` and the SSE prefix and head of an event in
+    ``renamed`` are read from the dialect's binding (``b``); everything else is the
+    shared models module (``c``) or a module constant.
+    """
+
+    dialects: tuple[str, ...] = ()
+    varying: frozenset[str] = frozenset()
+    renamed: frozenset[str] = frozenset()
+    respelled: tuple[str, ...] = ()  # the dialects that spell something otherwise
 
 
 @dataclass
@@ -130,6 +197,12 @@ class DialectView:
     constants: list[tuple[str, str]] = field(default_factory=list)
     typing_names: list[str] = field(default_factory=list)  # what the emitters import
     heads: list[tuple[str, str]] = field(default_factory=list)  # Frame heads: name, text
+    bound_models: list[str] = field(default_factory=list)  # the binding's model classes
+    bound_wire: list[tuple[str, str, str]] = field(default_factory=list)  # (field, kind, event)
+    aliases: list[tuple[str, str]] = field(default_factory=list)  # (dialect, its models' alias)
+    typevars: list[str] = field(default_factory=list)  # the ResponseEmitter's, in order
+    respelled: list[str] = field(default_factory=list)  # dialects not spelled as the catalogue
+    prefixes: list[tuple[str, str]] = field(default_factory=list)  # (constant, wire): shared ones
 
 
 class _Ctx:
@@ -158,7 +231,7 @@ class _Ctx:
                 f"{k}={self.source(v, self.v.field_type(ref.name, k), machine)}"
                 for k, v in src.items()
             )
-            return f"m.{ref.name}({args})"
+            return f"{self.v.model(ref.name)}({args})"
         head, _, tail = src.partition(".")
         if head == "params":
             return tail
@@ -190,7 +263,7 @@ class _Ctx:
         bindings = self.v.bindings(emit)
         for b in bindings:
             args.append(f"{b.name}={self.source(b.source, b.type, machine)}")
-        return f"m.{ev.cls}({', '.join(args)})"
+        return f"{self.v.model(ev.cls)}({', '.join(args)})"
 
     def frame(self, tr: TransitionC, machine: MachineC) -> Frame | None:
         """The ``Frame`` of a delta transition that emits one event, each of whose fields
@@ -219,10 +292,7 @@ class _Ctx:
         for name, param in args[1:]:
             pieces += [_key_bytes(name), f"_encode({param})"]
         pieces.append(repr(b"}\n\n"))
-        wire = self.v.d.event_type(ev.name)
-        head = f"_HEAD_{constname(ev.name)}"
-        tag = msgspec.json.encode(wire).decode()  # as the model's encoder writes it
-        self.v.heads[head] = f'event: {wire}\ndata: {{"type":{tag},"sequence_number":'
+        head = self.v.wire_constant("HEAD", ev.name)
         return Frame(
             head=head,
             cache="p._frame" if self.scope == "part" else "self._frame",
@@ -269,7 +339,7 @@ class _Ctx:
         emits = [self.event(e, machine) for e in tr.emits]
         returns = self.v.returns(events)
         final = tr.target in machine.finals
-        return Method(
+        meth = Method(
             name=name,
             doc=tr.doc
             or f"The {tr.name!r} transition: emits " + (", ".join(events) or "nothing") + ".",
@@ -285,7 +355,10 @@ class _Ctx:
             final=final,
             transition=tr.name,
             frame=self.frame(tr, machine),
+            prefix=self.v.wire_constant("PREFIX", events[0]) if events else "",
+            params=_params(sig),
         )
+        return meth
 
 
 _ADDRESS_EXPR = {
@@ -294,6 +367,17 @@ _ADDRESS_EXPR = {
     "content_index": "p.index",
     "summary_index": "p.index",
 }
+
+
+_BINDS = re.compile(r"(?<![\w.])b\.")
+
+
+def _params(signature: str) -> list[tuple[str, str]]:
+    """A method signature's parameters past ``self``, with their annotations."""
+    args = ast.parse(f"def f({signature}): pass").body[0]
+    assert isinstance(args, ast.FunctionDef)
+    every = args.args.args[1:] + args.args.kwonlyargs
+    return [(a.arg, ast.unparse(a.annotation) if a.annotation else "Any") for a in every]
 
 
 def _key_bytes(name: str) -> str:
@@ -308,6 +392,22 @@ def _acc(name: str, kind: str) -> tuple[str, str, str]:
     return (name, "list[Any]", "[]")
 
 
+def _alias(dialect: str) -> str:
+    """The name the shared emitters give a dialect's models module (for annotations)."""
+    return f"_{dialect}_models"
+
+
+def _any(name: str) -> str:
+    return "Any"
+
+
+def _named(ref: TypeRef) -> set[str]:
+    """The model classes a type refers to."""
+    if ref.kind == "named":
+        return {ref.name}
+    return _named(ref.item) if ref.kind == "list" and ref.item is not None else set()
+
+
 def _strip_null(ref: TypeRef) -> TypeRef:
     return TypeRef(ref.kind, False, ref.item, ref.values, ref.name)
 
@@ -315,16 +415,57 @@ def _strip_null(ref: TypeRef) -> TypeRef:
 class DialectViews:
     """Builds the views of every template for one dialect."""
 
-    def __init__(self, cat: Catalog, dialect: DialectC) -> None:
+    def __init__(self, cat: Catalog, dialect: DialectC, naming: Naming | None = None) -> None:
         self.cat = cat
         self.d = dialect
+        self.naming = naming or Naming(tuple(cat.dialects))
         self.constants: dict[str, str] = {}
         self.typing_names = {"Any", "Literal"}
         self.heads: dict[str, str] = {}  # Frame heads: constant name -> its text
+        self.bound_models: set[str] = set()
+        self.typevars: set[str] = set()  # those the class being built uses
+        self.bound_wire: dict[str, tuple[str, str]] = {}  # binding field -> (kind, event)
+
+    def model(self, cls: str) -> str:
+        """The expression of a model class: the shared one, or the dialect's own."""
+        if cls in self.naming.varying:
+            self.bound_models.add(cls)
+            return f"b.{cls}"
+        return f"c.{cls}"
+
+    def annot(self, cls: str) -> str:
+        """The annotation of a model class: the shared one, or, for a class the dialects
+        spell differently, a type variable (``_T_<class>``) of the emitter class, which
+        each dialect binds to its own class."""
+        if cls in self.naming.varying:
+            self.bound_models.add(cls)
+            self.typevars.add(f"_T_{cls}")
+            return f"_T_{cls}"
+        return f"c.{cls}"
+
+    def param_annot(self, cls: str) -> str:
+        """The annotation of a model class in a parameter: the shared one only (a class
+        a dialect changes has no type at run time for the runtime's argument checks)."""
+        if cls in self.naming.varying:
+            raise OutputError(f"a parameter has the type {cls}, which a dialect changes")
+        return f"c.{cls}"
+
+    def wire_constant(self, kind: str, event: str) -> str:
+        """The SSE prefix (``PREFIX``) or frame head (``HEAD``) of ``event``: a module
+        constant, or the binding's where a dialect renames the event."""
+        name = f"{kind}_{constname(event)}"
+        if event in self.naming.renamed:
+            self.bound_wire[name] = (kind, event)
+            return f"b.{name}"
+        if kind == "HEAD":
+            wire = self.d.event_type(event)
+            tag = msgspec.json.encode(wire).decode()  # as the model's encoder writes it
+            self.heads[f"_{name}"] = f'event: {wire}\ndata: {{"type":{tag},"sequence_number":'
+        return f"_{name}"
 
     def returns(self, events: list[str]) -> str:
         """``list[m.A | m.B]``: the models of ``events``, each once, in order of appearance."""
-        classes = list(dict.fromkeys(f"m.{self.cat.events[e].cls}" for e in events))
+        classes = list(dict.fromkeys(self.annot(self.cat.events[e].cls) for e in events))
         if not classes:
             self.typing_names.add("Never")
             return "list[Never]"
@@ -352,7 +493,12 @@ class DialectViews:
 
     def constant(self, value: Any, ref: TypeRef) -> str:
         """A module-level constant holding a converted default value."""
-        expr = f"msgspec.convert({literal(value)}, type={pytype(_strip_null(ref))})"
+        if value in ([], {}):  # empty: any dialect's type converts it the same
+            expr = f"msgspec.convert({literal(value)}, type={pytype(_strip_null(ref), _any)})"
+        else:
+            if any(n in self.naming.varying for n in _named(ref)):
+                raise AssertionError(f"a default of {ref} differs between dialects")
+            expr = f"msgspec.convert({literal(value)}, type={pytype(_strip_null(ref), 'c')})"
         name = f"_DEFAULT_{len(self.constants)}"
         for existing, e in self.constants.items():
             if e == expr:
@@ -364,7 +510,7 @@ class DialectViews:
         args = ["self"]
         prelude: list[str] = []
         for p in sorted(params, key=lambda p: not p.required):
-            annot = pytype(p.type)
+            annot = pytype(p.type, self.param_annot)
             if p.required:
                 args.append(f"{p.name}: {annot}")
                 continue
@@ -385,6 +531,7 @@ class DialectViews:
 
     # -- items ----------------------------------------------------------------
     def item(self, item: ItemC) -> ItemView:
+        self.typevars = set()
         cls = item.cls
         factory = item.type.replace(":", "_").replace("-", "_")
         ctx = _Ctx(self, "item", item.type)
@@ -401,7 +548,7 @@ class DialectViews:
             if spec.slot is not None:
                 snap_args.append(f"{f.name}=list(self._slot_{spec.slot})")
                 continue
-            annot = pytype(f.type)
+            annot = pytype(f.type, self.param_annot)
             if "init" in spec.model_fields_set:
                 value = (
                     self.constant(spec.init, f.type)
@@ -430,7 +577,7 @@ class DialectViews:
                 snap_args.append(f"{f.name}=self.{f.name} if self.{f.name} is not None else UNSET")
             else:
                 snap_args.append(f"{f.name}=self.{f.name}")
-        snapshot = f"m.{cls}({', '.join(snap_args)})"
+        snapshot = f"{self.model(cls)}({', '.join(snap_args)})"
         methods = []
         # What closing an open part (its "done") emits, before a final transition's own events.
         closing: list[str] = []
@@ -473,6 +620,9 @@ class DialectViews:
             machine=item.machine,
             events=item.events,
             framed=any(m.frame for m in methods),
+            annot=self.annot(cls),
+            snapshot_binds=bool(_BINDS.search(snapshot)),
+            typevars=sorted(self.typevars),
         )
 
     def part(self, part: PartC, slot: str, owner: str) -> PartView:
@@ -497,9 +647,10 @@ class DialectViews:
             index=part.index,
             slot=slot,
             accs=[_acc(n, a.kind) for n, a in part.machine.context.items()],
-            snapshot=f"m.{cls}({', '.join(args)})",
+            snapshot=f"{self.model(cls)}({', '.join(args)})",
             methods=methods,
             framed=any(m.frame for m in methods),
+            annot=self.annot(cls),
         )
 
     # -- envelope and dialect -------------------------------------------------
@@ -521,7 +672,7 @@ class DialectViews:
         ]
         # Every field but those the emitter fills itself can be given to it.
         params = [
-            (f.name, pytype(f.type))
+            (f.name, pytype(f.type, self.param_annot))
             for f in self.cat.response_fields
             if f.name not in ENVELOPE_OWN_FIELDS
         ]
@@ -531,7 +682,9 @@ class DialectViews:
             echo=[f.name for f in self.cat.response_fields if f.spec.echo],
             methods=methods,
             initial=self.cat.envelope.initial,
-            snapshot="m.Response(**self.fields)",
+            snapshot=self.model("Response"),
+            annot=self.annot("Response"),
+            snapshot_binds="Response" in self.naming.varying,
         )
 
     def build(self) -> DialectView:
@@ -551,8 +704,89 @@ class DialectViews:
             constants=sorted(self.constants.items()),
             typing_names=sorted(self.typing_names),
             heads=sorted(self.heads.items()),
+            bound_models=sorted(self.bound_models),
+            typevars=[f"_T_{cls}" for cls in sorted(self.bound_models)],
+            respelled=list(self.naming.respelled),
+            bound_wire=sorted((f, k, e) for f, (k, e) in self.bound_wire.items()),
+            aliases=[(d, _alias(d)) for d in self.naming.dialects],
+            prefixes=[
+                (f"_PREFIX_{constname(n)}", self.d.event_type(n))
+                for n in self.cat.events
+                if n not in self.naming.renamed
+            ],
         )
 
 
-def dialect_view(cat: Catalog, dialect: DialectC) -> DialectView:
-    return DialectViews(cat, dialect).build()
+def naming_of(cat: Catalog) -> Naming:
+    """What the dialects change against the catalogue's own spelling: the model classes
+    whose schema differs in some dialect (and those that refer to one), and the events
+    some dialect renames."""
+    catalogue = catalogue_dialect(cat)
+    base = dialect_schema(cat, catalogue)["$defs"]
+    varying: set[str] = set()
+    respelled = []
+    for name, dialect in sorted(cat.dialects.items()):
+        defs = dialect_schema(cat, dialect)["$defs"]
+        differs = {n for n in set(defs) | set(base) if defs.get(n) != base.get(n)}
+        renames = any(dialect.event_type(e) != catalogue.event_type(e) for e in cat.events)
+        if differs or renames:
+            respelled.append(name)
+        varying |= differs
+    refs = {n: set(re.findall(r'"#/\$defs/([^"]+)"', json.dumps(d))) for n, d in base.items()}
+    grown = True
+    while grown:
+        grown = False
+        for name, used in refs.items():
+            if name not in varying and used & varying:
+                varying.add(name)
+                grown = True
+    renamed = {
+        e
+        for e in cat.events
+        for d in cat.dialects.values()
+        if d.event_type(e) != catalogue.event_type(e)
+    }
+    return Naming(
+        tuple(sorted(cat.dialects)), frozenset(varying), frozenset(renamed), tuple(respelled)
+    )
+
+
+def dialect_view(cat: Catalog, dialect: DialectC, naming: Naming | None = None) -> DialectView:
+    return DialectViews(cat, dialect, naming).build()
+
+
+def emitter_views(
+    cat: Catalog,
+) -> tuple[DialectView, dict[str, DialectView], dict[str, list[Hook]]]:
+    """The view of the emitters every dialect shares, each dialect's own view, and the
+    envelope hooks each dialect overrides (the events it spells its own way).
+
+    The shared view is the catalogue's spelling; an envelope event whose expression
+    differs in some dialect becomes a hook method.
+    """
+    naming = naming_of(cat)
+    maker = DialectViews(cat, catalogue_dialect(cat), naming)
+    base = maker.build()
+    own = {name: dialect_view(cat, d, naming) for name, d in sorted(cat.dialects.items())}
+    hooks: dict[str, list[Hook]] = {name: [] for name in own}
+    for i, meth in enumerate(base.envelope.methods):
+        for k, expr in enumerate(meth.emits):
+            spelled = {name: v.envelope.methods[i].emits[k] for name, v in own.items()}
+            if all(e == expr for e in spelled.values()):
+                continue
+            every = [expr, *spelled.values()]
+            used = [(n, a) for n, a in meth.params if any(re.search(rf"\b{n}\b", e) for e in every)]
+            cls = cat.events[meth.events[k]].cls
+            hook = Hook(
+                f"_emit_{meth.name}_{k}", used, maker.annot(cls), expr, bool(_BINDS.search(expr))
+            )
+            call = f"self.{hook.name}({', '.join(n for n, _ in used)})"
+            base.envelope.hooks.append(hook)
+            for name, view in own.items():
+                view.envelope.methods[i].emits[k] = call
+                if spelled[name] != expr:
+                    e = spelled[name]
+                    mine = f"models.{cls}"  # the dialect module's own class
+                    hooks[name].append(Hook(hook.name, used, mine, e, bool(_BINDS.search(e))))
+            meth.emits[k] = call
+    return base, own, hooks

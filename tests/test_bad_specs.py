@@ -77,7 +77,7 @@ CASES: dict[str, list[Edit]] = {
         (
             FC,
             "    params: {delta: string}",
-            "    params: {delta: string, self: string, m: string, events: string, next: string}",
+            "    params: {delta: string, self: string, b: string, c: string, events: string, next: string}",
         )
     ],
     "reserved_field": [

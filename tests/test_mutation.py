@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-EMITTERS = "responses_stream/openai/emitters.py"
+EMITTERS = "responses_stream/_shared/emitters.py"  # every dialect's
 
 SPEC_MUTATIONS = {
     "reorder_done_events": (
@@ -48,8 +48,8 @@ EMITTER_MUTATIONS = {
         "test_item_message.py",
     ),
     "sequence_number_reused": (
-        "m.ResponseCustomToolCallInputDeltaEvent(\n                sequence_number=next(seq),",
-        "m.ResponseCustomToolCallInputDeltaEvent(\n                sequence_number=0,",
+        "b.ResponseCustomToolCallInputDeltaEvent(\n                sequence_number=next(seq),",
+        "b.ResponseCustomToolCallInputDeltaEvent(\n                sequence_number=0,",
         "test_item_custom_tool_call.py",
     ),
 }
@@ -195,7 +195,7 @@ def test_field_bug_shape_fails_generated_tests(name: str, tmp_path: Path) -> Non
     dialect, cls, method, old, new, module = METHOD_MUTATIONS[name]
     out = tmp_path / "out"
     shutil.copytree(ROOT / "generated", out, ignore=shutil.ignore_patterns("__pycache__"))
-    path = out / "responses_stream" / dialect / "emitters.py"
+    path = out / EMITTERS  # the emitters of every dialect, ``dialect``'s among them
     path.write_text(mutate_method(path.read_text(), cls, method, old, new))
     _assert_fails(_run_tests(out, module))
 
@@ -207,7 +207,7 @@ def test_mutation_runner_makes_the_litellm_mutant(tmp_path: Path) -> None:
     source = (ROOT / "generated" / EMITTERS).read_text()
     sites = [
         s
-        for s in mutate.find_sites("openai", source)
+        for s in mutate.find_sites("_shared", source)
         if (s.owner, s.function, s.detail) == ("FunctionCallEmitter", "done", "output_index=0")
     ]
     assert len(sites) == 2  # the arguments.done event and the output_item.done event

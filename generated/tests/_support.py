@@ -89,7 +89,8 @@ def wire(event: Any) -> str:
 
 
 def _convert_kwargs(method: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
-    hints = typing.get_type_hints(method, vars(method.__globals__["m"]) | method.__globals__)
+    """``kwargs`` converted to the types the method's annotations name."""
+    hints = typing.get_type_hints(method)
     return {k: msgspec.convert(v, hints[k]) for k, v in kwargs.items()}
 
 

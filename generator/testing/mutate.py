@@ -1,9 +1,10 @@
 """Mutation run over the generated emitters: do the generated tests catch wrong code?
 
-``python -m generator.testing.mutate`` parses ``responses_stream/<dialect>/emitters.py``
-of the generated package with ``ast``, makes mutants one operator at a time,
-and runs the generated tests of the item each mutant touches against it, in
-a temporary copy of the package (the package itself is never written).
+``python -m generator.testing.mutate`` parses ``responses_stream/_shared/emitters.py``
+(the emitters every dialect shares) of the generated package with ``ast``, makes
+mutants one operator at a time, and runs the generated tests of the item each
+mutant touches against it, in every dialect (``--dialect`` picks some), in a
+temporary copy of the package (the package itself is never written).
 
 Operators: integer constants (+1, 0), booleans flipped, strings and bytes
 changed, comparisons and boolean operators flipped, ``not`` dropped,
@@ -41,6 +42,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 GENERATED = ROOT / "generated"
 DIALECTS = ("openai", "openresponses")
+MODULE = "_shared"  # the subpackage whose emitters.py every dialect shares
 # Tests run for code outside any item emitter (the envelope, module constants).
 ENVELOPE_ITEMS = ("message", "function_call", "reasoning")
 DEFAULT_SAMPLE = 150
@@ -55,7 +57,7 @@ SWAP_KEYWORDS = {"sequence_number", "output_index", "content_index", "summary_in
 class Site:
     """One place where one operator applies."""
 
-    dialect: str
+    module: str  # the subpackage of the emitters module
     number: int  # position among the module's sites, in walk order
     line: int
     col: int
@@ -331,7 +333,7 @@ def _equivalent(
     return ""
 
 
-def find_sites(dialect: str, source: str) -> list[Site]:
+def find_sites(module: str, source: str) -> list[Site]:
     tree = ast.parse(source)
     ctx = _context(tree)
     out = []
@@ -339,7 +341,7 @@ def find_sites(dialect: str, source: str) -> list[Site]:
         cls, fn = _owner(parents)
         out.append(
             Site(
-                dialect,
+                module,
                 number,
                 getattr(node, "lineno", 0),
                 getattr(node, "col_offset", 0),
@@ -475,7 +477,9 @@ def _init_worker(package: str, sources: dict[str, str], base: str) -> None:
     _SOURCES.update(sources)
 
 
-def _run_tests(workdir: Path, tests: list[str], dialect: str, timeout: float) -> tuple[str, float]:
+def _run_tests(
+    workdir: Path, tests: list[str], dialects: tuple[str, ...], timeout: float
+) -> tuple[str, float]:
     """Fork a child that runs pytest on ``tests`` in ``workdir``: killed, survived or timeout."""
     start = time.monotonic()
     pid = os.fork()
@@ -493,7 +497,7 @@ def _run_tests(workdir: Path, tests: list[str], dialect: str, timeout: float) ->
                 pytest.main(
                     [
                         *("-x", "-q", "--assert=plain", "-p", "no:cacheprovider"),
-                        *("-p", "no:hypothesispytest", "-k", dialect, *tests),
+                        *("-p", "no:hypothesispytest", "-k", " or ".join(dialects), *tests),
                     ],
                 )
             )
@@ -518,27 +522,27 @@ def _run_tests(workdir: Path, tests: list[str], dialect: str, timeout: float) ->
     return "killed", elapsed
 
 
-def _mutant_job(site: Site, tests: list[str], timeout: float) -> Result:
+def _mutant_job(site: Site, tests: list[str], dialects: tuple[str, ...], timeout: float) -> Result:
     assert _WORKDIR is not None
     pkg = _WORKDIR / "pkg"
-    target = pkg / "responses_stream" / site.dialect / "emitters.py"
-    target.write_text(mutant_source(_SOURCES[site.dialect], site.number), encoding="utf-8")
+    target = pkg / "responses_stream" / site.module / "emitters.py"
+    target.write_text(mutant_source(_SOURCES[site.module], site.number), encoding="utf-8")
     try:
-        outcome, seconds = _run_tests(pkg, tests, site.dialect, timeout)
+        outcome, seconds = _run_tests(pkg, tests, dialects, timeout)
     finally:
-        target.write_text(_SOURCES[site.dialect], encoding="utf-8")
+        target.write_text(_SOURCES[site.module], encoding="utf-8")
     return Result(site, outcome, seconds, tests)
 
 
-def _baseline_job(dialect: str, tests: list[str], timeout: float) -> str:
+def _baseline_job(module: str, tests: list[str], dialects: tuple[str, ...], timeout: float) -> str:
     assert _WORKDIR is not None
     pkg = _WORKDIR / "pkg"
-    target = pkg / "responses_stream" / dialect / "emitters.py"
-    target.write_text(baseline_source(_SOURCES[dialect]), encoding="utf-8")
+    target = pkg / "responses_stream" / module / "emitters.py"
+    target.write_text(baseline_source(_SOURCES[module]), encoding="utf-8")
     try:
-        outcome, _ = _run_tests(pkg, tests, dialect, timeout)
+        outcome, _ = _run_tests(pkg, tests, dialects, timeout)
     finally:
-        target.write_text(_SOURCES[dialect], encoding="utf-8")
+        target.write_text(_SOURCES[module], encoding="utf-8")
     return outcome
 
 
@@ -560,19 +564,12 @@ def run(
     dialects: tuple[str, ...],
     progress: bool = True,
 ) -> dict[str, Any]:
-    sources = {
-        d: (package / "responses_stream" / d / "emitters.py").read_text(encoding="utf-8")
-        for d in dialects
-    }
-    all_sites = [s for d in dialects for s in find_sites(d, sources[d])]
+    source = (package / "responses_stream" / MODULE / "emitters.py").read_text(encoding="utf-8")
+    sources = {MODULE: source}
+    all_sites = find_sites(MODULE, source)
     chosen = select(all_sites, sample, seed)
-    plans = {}
-    for d in dialects:
-        classes = item_classes(sources[d])
-        tree = ast.parse(sources[d])
-        for s in chosen:
-            if s.dialect == d:
-                plans[(d, s.number)] = tests_for(s, sources[d], classes, tree)
+    classes, tree = item_classes(source), ast.parse(source)
+    plans = {(s.module, s.number): tests_for(s, source, classes, tree) for s in chosen}
     started = time.monotonic()
     results: list[Result] = []
     with (
@@ -582,22 +579,24 @@ def run(
         ) as pool,
     ):
         every_test = sorted({t for ts in plans.values() for t in ts})
-        for d in dialects:
-            outcome = pool.submit(_baseline_job, d, every_test, timeout).result()
-            if outcome != "survived":
-                raise SystemExit(f"the unmutated {d} emitters fail the generated tests: {outcome}")
+        outcome = pool.submit(_baseline_job, MODULE, every_test, dialects, timeout).result()
+        if outcome != "survived":
+            raise SystemExit(f"the unmutated emitters fail the generated tests: {outcome}")
         live = [s for s in chosen if not s.equivalent]
         for s in chosen:
             if s.equivalent:
-                results.append(Result(s, "equivalent", 0.0, plans[(s.dialect, s.number)]))
-        futures = [pool.submit(_mutant_job, s, plans[(s.dialect, s.number)], timeout) for s in live]
+                results.append(Result(s, "equivalent", 0.0, plans[(s.module, s.number)]))
+        futures = [
+            pool.submit(_mutant_job, s, plans[(s.module, s.number)], dialects, timeout)
+            for s in live
+        ]
         for i, fut in enumerate(futures, 1):
             res = fut.result()
             results.append(res)
             if progress:
                 print(
                     f"[{i}/{len(futures)}] {res.outcome:8} {res.seconds:5.1f}s "
-                    f"{res.site.dialect}/emitters.py:{res.site.line} {res.site.detail}",
+                    f"{res.site.module}/emitters.py:{res.site.line} {res.site.detail}",
                     file=sys.stderr,
                     flush=True,
                 )
@@ -614,7 +613,7 @@ def report(
     counts = Counter(r.outcome for r in results)
     live = counts["killed"] + counts["survived"] + counts["timeout"]
     killed = counts["killed"] + counts["timeout"]
-    results.sort(key=lambda r: (r.site.dialect, r.site.number))
+    results.sort(key=lambda r: (r.site.module, r.site.number))
     return {
         "sites": len(all_sites),
         "sampled": len(results),
@@ -637,7 +636,7 @@ def report(
 def _describe(r: Result) -> dict[str, Any]:
     s = r.site
     return {
-        "where": f"generated/responses_stream/{s.dialect}/emitters.py:{s.line}",
+        "where": f"generated/responses_stream/{s.module}/emitters.py:{s.line}",
         "in": f"{s.owner}.{s.function}" if s.owner else s.function or "<module>",
         "mutation": f"{s.operator}: {s.detail}",
         "tests": r.tests,
@@ -678,7 +677,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=DEFAULT_SEED, help="seed of the sample")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, help="seconds per mutant")
-    ap.add_argument("--dialect", action="append", choices=DIALECTS, help="default: both")
+    ap.add_argument(
+        "--dialect", action="append", choices=DIALECTS, help="whose tests judge: default both"
+    )
     ap.add_argument("--json", type=Path, help="also write the report as JSON here")
     ap.add_argument("--min-kill-share", type=float, default=0.0, help="exit 1 below this")
     ap.add_argument("--quiet", action="store_true", help="no progress lines")

@@ -2,1322 +2,192 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar, Literal, TypeAlias
+from typing import Annotated, Any, TypeAlias
 
-from msgspec import UNSET, Meta, Struct, UnsetType
+from msgspec import Meta
+
+from .._shared.reading import AdditionalTools as AdditionalTools
+from .._shared.reading import ContentPart as ContentPart
+from .._shared.reading import ErrorPayload as ErrorPayload
+from .._shared.reading import Event as Event
+from .._shared.reading import ImageGenerationCall as ImageGenerationCall
+from .._shared.reading import IncompleteDetails as IncompleteDetails
+from .._shared.reading import InputTokensDetails as InputTokensDetails
+from .._shared.reading import Item as Item
+from .._shared.reading import LocalShellCall as LocalShellCall
+from .._shared.reading import LocalShellCallOutput as LocalShellCallOutput
+from .._shared.reading import Logprob as Logprob
+from .._shared.reading import McpApprovalRequest as McpApprovalRequest
+from .._shared.reading import McpApprovalResponse as McpApprovalResponse
+from .._shared.reading import McpCall as McpCall
+from .._shared.reading import McpListTools as McpListTools
+from .._shared.reading import McpTool as McpTool
+from .._shared.reading import OutputTokensDetails as OutputTokensDetails
+from .._shared.reading import Payload as Payload
+from .._shared.reading import Program as Program
+from .._shared.reading import ProgramOutput as ProgramOutput
+from .._shared.reading import ReasoningTextPart as ReasoningTextPart
+from .._shared.reading import Response as Response
+from .._shared.reading import (
+    ResponseApplyPatchCallOperationDiffDeltaEvent as ResponseApplyPatchCallOperationDiffDeltaEvent,
+)
+from .._shared.reading import (
+    ResponseApplyPatchCallOperationDiffDoneEvent as ResponseApplyPatchCallOperationDiffDoneEvent,
+)
+from .._shared.reading import ResponseApplyPatchToolCall as ResponseApplyPatchToolCall
+from .._shared.reading import ResponseApplyPatchToolCallOutput as ResponseApplyPatchToolCallOutput
+from .._shared.reading import ResponseAudioDeltaEvent as ResponseAudioDeltaEvent
+from .._shared.reading import ResponseAudioDoneEvent as ResponseAudioDoneEvent
+from .._shared.reading import ResponseAudioTranscriptDeltaEvent as ResponseAudioTranscriptDeltaEvent
+from .._shared.reading import ResponseAudioTranscriptDoneEvent as ResponseAudioTranscriptDoneEvent
+from .._shared.reading import (
+    ResponseCodeInterpreterCallCodeDeltaEvent as ResponseCodeInterpreterCallCodeDeltaEvent,
+)
+from .._shared.reading import (
+    ResponseCodeInterpreterCallCodeDoneEvent as ResponseCodeInterpreterCallCodeDoneEvent,
+)
+from .._shared.reading import (
+    ResponseCodeInterpreterCallCompletedEvent as ResponseCodeInterpreterCallCompletedEvent,
+)
+from .._shared.reading import (
+    ResponseCodeInterpreterCallInProgressEvent as ResponseCodeInterpreterCallInProgressEvent,
+)
+from .._shared.reading import (
+    ResponseCodeInterpreterCallInterpretingEvent as ResponseCodeInterpreterCallInterpretingEvent,
+)
+from .._shared.reading import ResponseCodeInterpreterToolCall as ResponseCodeInterpreterToolCall
+from .._shared.reading import ResponseCompactionCompactingEvent as ResponseCompactionCompactingEvent
+from .._shared.reading import ResponseCompactionItem as ResponseCompactionItem
+from .._shared.reading import ResponseCompletedEvent as ResponseCompletedEvent
+from .._shared.reading import ResponseComputerToolCall as ResponseComputerToolCall
+from .._shared.reading import (
+    ResponseComputerToolCallOutputItem as ResponseComputerToolCallOutputItem,
+)
+from .._shared.reading import ResponseContentPartAddedEvent as ResponseContentPartAddedEvent
+from .._shared.reading import ResponseContentPartDoneEvent as ResponseContentPartDoneEvent
+from .._shared.reading import ResponseCreatedEvent as ResponseCreatedEvent
+from .._shared.reading import ResponseCustomToolCall as ResponseCustomToolCall
+from .._shared.reading import (
+    ResponseCustomToolCallInputDeltaEvent as ResponseCustomToolCallInputDeltaEvent,
+)
+from .._shared.reading import (
+    ResponseCustomToolCallInputDoneEvent as ResponseCustomToolCallInputDoneEvent,
+)
+from .._shared.reading import ResponseCustomToolCallOutputItem as ResponseCustomToolCallOutputItem
+from .._shared.reading import ResponseError as ResponseError
+from .._shared.reading import ResponseErrorEvent as ResponseErrorEvent
+from .._shared.reading import ResponseFailedEvent as ResponseFailedEvent
+from .._shared.reading import (
+    ResponseFileSearchCallCompletedEvent as ResponseFileSearchCallCompletedEvent,
+)
+from .._shared.reading import (
+    ResponseFileSearchCallInProgressEvent as ResponseFileSearchCallInProgressEvent,
+)
+from .._shared.reading import (
+    ResponseFileSearchCallSearchingEvent as ResponseFileSearchCallSearchingEvent,
+)
+from .._shared.reading import ResponseFileSearchToolCall as ResponseFileSearchToolCall
+from .._shared.reading import (
+    ResponseFunctionCallArgumentsDeltaEvent as ResponseFunctionCallArgumentsDeltaEvent,
+)
+from .._shared.reading import (
+    ResponseFunctionCallArgumentsDoneEvent as ResponseFunctionCallArgumentsDoneEvent,
+)
+from .._shared.reading import ResponseFunctionShellToolCall as ResponseFunctionShellToolCall
+from .._shared.reading import (
+    ResponseFunctionShellToolCallOutput as ResponseFunctionShellToolCallOutput,
+)
+from .._shared.reading import ResponseFunctionToolCall as ResponseFunctionToolCall
+from .._shared.reading import (
+    ResponseFunctionToolCallOutputItem as ResponseFunctionToolCallOutputItem,
+)
+from .._shared.reading import ResponseFunctionWebSearch as ResponseFunctionWebSearch
+from .._shared.reading import (
+    ResponseImageGenCallCompletedEvent as ResponseImageGenCallCompletedEvent,
+)
+from .._shared.reading import (
+    ResponseImageGenCallGeneratingEvent as ResponseImageGenCallGeneratingEvent,
+)
+from .._shared.reading import (
+    ResponseImageGenCallInProgressEvent as ResponseImageGenCallInProgressEvent,
+)
+from .._shared.reading import (
+    ResponseImageGenCallPartialImageEvent as ResponseImageGenCallPartialImageEvent,
+)
+from .._shared.reading import ResponseIncompleteEvent as ResponseIncompleteEvent
+from .._shared.reading import ResponseInProgressEvent as ResponseInProgressEvent
+from .._shared.reading import (
+    ResponseMcpCallArgumentsDeltaEvent as ResponseMcpCallArgumentsDeltaEvent,
+)
+from .._shared.reading import ResponseMcpCallArgumentsDoneEvent as ResponseMcpCallArgumentsDoneEvent
+from .._shared.reading import ResponseMcpCallCompletedEvent as ResponseMcpCallCompletedEvent
+from .._shared.reading import ResponseMcpCallFailedEvent as ResponseMcpCallFailedEvent
+from .._shared.reading import ResponseMcpCallInProgressEvent as ResponseMcpCallInProgressEvent
+from .._shared.reading import (
+    ResponseMcpListToolsCompletedEvent as ResponseMcpListToolsCompletedEvent,
+)
+from .._shared.reading import ResponseMcpListToolsFailedEvent as ResponseMcpListToolsFailedEvent
+from .._shared.reading import (
+    ResponseMcpListToolsInProgressEvent as ResponseMcpListToolsInProgressEvent,
+)
+from .._shared.reading import ResponseOutputItemAddedEvent as ResponseOutputItemAddedEvent
+from .._shared.reading import ResponseOutputItemDoneEvent as ResponseOutputItemDoneEvent
+from .._shared.reading import ResponseOutputMessage as ResponseOutputMessage
+from .._shared.reading import ResponseOutputRefusal as ResponseOutputRefusal
+from .._shared.reading import ResponseOutputText as ResponseOutputText
+from .._shared.reading import (
+    ResponseOutputTextAnnotationAddedEvent as ResponseOutputTextAnnotationAddedEvent,
+)
+from .._shared.reading import ResponseQueuedEvent as ResponseQueuedEvent
+from .._shared.reading import ResponseReasoningItem as ResponseReasoningItem
+from .._shared.reading import (
+    ResponseReasoningSummaryPartAddedEvent as ResponseReasoningSummaryPartAddedEvent,
+)
+from .._shared.reading import (
+    ResponseReasoningSummaryPartDoneEvent as ResponseReasoningSummaryPartDoneEvent,
+)
+from .._shared.reading import (
+    ResponseReasoningSummaryTextDeltaEvent as ResponseReasoningSummaryTextDeltaEvent,
+)
+from .._shared.reading import (
+    ResponseReasoningSummaryTextDoneEvent as ResponseReasoningSummaryTextDoneEvent,
+)
+from .._shared.reading import ResponseReasoningTextDeltaEvent as ResponseReasoningTextDeltaEvent
+from .._shared.reading import ResponseReasoningTextDoneEvent as ResponseReasoningTextDoneEvent
+from .._shared.reading import ResponseRefusalDeltaEvent as ResponseRefusalDeltaEvent
+from .._shared.reading import ResponseRefusalDoneEvent as ResponseRefusalDoneEvent
+from .._shared.reading import (
+    ResponseShellCallCommandAddedEvent as ResponseShellCallCommandAddedEvent,
+)
+from .._shared.reading import (
+    ResponseShellCallCommandDeltaEvent as ResponseShellCallCommandDeltaEvent,
+)
+from .._shared.reading import ResponseShellCallCommandDoneEvent as ResponseShellCallCommandDoneEvent
+from .._shared.reading import (
+    ResponseShellCallOutputContentDeltaEvent as ResponseShellCallOutputContentDeltaEvent,
+)
+from .._shared.reading import (
+    ResponseShellCallOutputContentDoneEvent as ResponseShellCallOutputContentDoneEvent,
+)
+from .._shared.reading import ResponseTextDeltaEvent as ResponseTextDeltaEvent
+from .._shared.reading import ResponseTextDoneEvent as ResponseTextDoneEvent
+from .._shared.reading import ResponseToolSearchCall as ResponseToolSearchCall
+from .._shared.reading import ResponseToolSearchOutputItem as ResponseToolSearchOutputItem
+from .._shared.reading import (
+    ResponseWebSearchCallCompletedEvent as ResponseWebSearchCallCompletedEvent,
+)
+from .._shared.reading import (
+    ResponseWebSearchCallInProgressEvent as ResponseWebSearchCallInProgressEvent,
+)
+from .._shared.reading import (
+    ResponseWebSearchCallSearchingEvent as ResponseWebSearchCallSearchingEvent,
+)
+from .._shared.reading import ShellOutputDelta as ShellOutputDelta
+from .._shared.reading import SummaryPart as SummaryPart
+from .._shared.reading import SummaryTextPart as SummaryTextPart
+from .._shared.reading import TopLogprob as TopLogprob
+from .._shared.reading import Usage as Usage
 
 ResponsesStreamPayloadsOpenaiDialect: TypeAlias = Annotated[
     Any, Meta(title="responses-stream payloads (openai dialect)")
 ]
-
-
-class TopLogprob(Struct, kw_only=True):
-    """
-    One alternative token at a position.
-    """
-
-    token: str | None | UnsetType = UNSET
-    logprob: float | None | UnsetType = UNSET
-    bytes: list[int] | None | UnsetType = UNSET
-
-
-class Logprob(Struct, kw_only=True):
-    """
-    The log probability of one sampled token.
-    """
-
-    token: str
-    logprob: float
-    bytes: list[int] | None | UnsetType = UNSET
-    top_logprobs: list[TopLogprob] | None | UnsetType = UNSET
-
-
-class InputTokensDetails(Struct, kw_only=True):
-    cached_tokens: int
-    cache_write_tokens: int | UnsetType = UNSET
-
-
-class OutputTokensDetails(Struct, kw_only=True):
-    reasoning_tokens: int
-
-
-class Usage(Struct, kw_only=True):
-    """
-    Token usage; every detail field is present, zero where unknown.
-    """
-
-    input_tokens: int
-    input_tokens_details: InputTokensDetails
-    output_tokens: int
-    output_tokens_details: OutputTokensDetails
-    total_tokens: int
-
-
-class IncompleteDetails(Struct, kw_only=True):
-    reason: str
-
-
-class ResponseError(Struct, kw_only=True):
-    """
-    The error carried by a failed Response.
-    """
-
-    code: str
-    message: str
-
-
-class ErrorPayload(Struct, kw_only=True):
-    """
-    The error object of the Open Responses error event.
-    """
-
-    type: str
-    code: str | None
-    message: str
-    param: str | None
-
-
-class McpTool(Struct, kw_only=True):
-    """
-    A tool listed by an MCP server.
-    """
-
-    name: str
-    input_schema: Any
-    description: str | None | UnsetType = UNSET
-    annotations: Any | UnsetType = UNSET
-
-
-class ShellOutputDelta(Struct, kw_only=True):
-    stdout: str | None | UnsetType = UNSET
-    stderr: str | None | UnsetType = UNSET
-
-
-class ResponseOutputText(Struct, kw_only=True, tag_field="type", tag="output_text"):
-    """
-    Visible answer text.
-    """
-
-    type: ClassVar[Literal["output_text"]] = "output_text"
-    text: str
-    annotations: list[dict[str, Any]]
-    logprobs: list[Logprob] | None | UnsetType = UNSET
-
-
-class ResponseOutputRefusal(Struct, kw_only=True, tag_field="type", tag="refusal"):
-    """
-    A refusal to answer.
-    """
-
-    type: ClassVar[Literal["refusal"]] = "refusal"
-    refusal: str
-
-
-class ReasoningTextPart(Struct, kw_only=True, tag_field="type", tag="reasoning_text"):
-    """
-    The raw reasoning trace.
-    """
-
-    type: ClassVar[Literal["reasoning_text"]] = "reasoning_text"
-    text: str
-
-
-class SummaryTextPart(Struct, kw_only=True, tag_field="type", tag="summary_text"):
-    """
-    A reasoning summary.
-    """
-
-    type: ClassVar[Literal["summary_text"]] = "summary_text"
-    text: str
-
-
-class AdditionalTools(Struct, kw_only=True, tag_field="type", tag="additional_tools"):
-    """
-    Tools added to the conversation.
-    """
-
-    type: ClassVar[Literal["additional_tools"]] = "additional_tools"
-    id: str
-    role: str
-    tools: list[dict[str, Any]]
-    status: Literal["in_progress", "completed", "incomplete"] | None | UnsetType = UNSET
-
-
-class ResponseApplyPatchToolCall(Struct, kw_only=True, tag_field="type", tag="apply_patch_call"):
-    """
-    A file operation (create, update or delete) for the client to apply.
-    """
-
-    type: ClassVar[Literal["apply_patch_call"]] = "apply_patch_call"
-    id: str
-    status: Literal["in_progress", "completed"]
-    call_id: str
-    operation: dict[str, Any]
-
-
-class ResponseApplyPatchToolCallOutput(
-    Struct, kw_only=True, tag_field="type", tag="apply_patch_call_output"
-):
-    """
-    The result of applying a patch, as the client sent it back.
-    """
-
-    type: ClassVar[Literal["apply_patch_call_output"]] = "apply_patch_call_output"
-    id: str
-    status: Literal["completed", "failed"]
-    call_id: str
-    output: str | None | UnsetType = UNSET
-
-
-class ResponseCodeInterpreterToolCall(
-    Struct, kw_only=True, tag_field="type", tag="code_interpreter_call"
-):
-    """
-    Code written by the model and run in a container.
-    """
-
-    type: ClassVar[Literal["code_interpreter_call"]] = "code_interpreter_call"
-    id: str
-    status: Literal["in_progress", "completed", "incomplete", "interpreting", "failed"]
-    container_id: str
-    code: str | None | UnsetType = UNSET
-    outputs: list[dict[str, Any]] | None | UnsetType = UNSET
-
-
-class ResponseCompactionItem(Struct, kw_only=True, tag_field="type", tag="compaction"):
-    """
-    Compacted context, as an opaque encrypted blob.
-    """
-
-    type: ClassVar[Literal["compaction"]] = "compaction"
-    id: str
-    encrypted_content: str
-    status: Literal["in_progress", "completed", "incomplete"] | None | UnsetType = UNSET
-
-
-class ResponseComputerToolCall(Struct, kw_only=True, tag_field="type", tag="computer_call"):
-    """
-    A computer-use action for the client to perform.
-    """
-
-    type: ClassVar[Literal["computer_call"]] = "computer_call"
-    id: str
-    status: Literal["in_progress", "completed", "incomplete"]
-    call_id: str
-    pending_safety_checks: list[dict[str, Any]]
-    action: dict[str, Any] | None | UnsetType = UNSET
-
-
-class ResponseComputerToolCallOutputItem(
-    Struct, kw_only=True, tag_field="type", tag="computer_call_output"
-):
-    """
-    A screenshot the client sent back after a computer-use action.
-    """
-
-    type: ClassVar[Literal["computer_call_output"]] = "computer_call_output"
-    id: str
-    status: Literal["in_progress", "completed", "incomplete", "failed"]
-    call_id: str
-    output: dict[str, Any]
-
-
-class ResponseCustomToolCall(Struct, kw_only=True, tag_field="type", tag="custom_tool_call"):
-    """
-    A call to a custom (free-form input) tool.
-    """
-
-    type: ClassVar[Literal["custom_tool_call"]] = "custom_tool_call"
-    call_id: str
-    name: str
-    input: str
-    id: str | None | UnsetType = UNSET
-    status: Literal["in_progress", "completed", "incomplete"] | None | UnsetType = UNSET
-    namespace: str | None | UnsetType = UNSET
-
-
-class ResponseCustomToolCallOutputItem(
-    Struct, kw_only=True, tag_field="type", tag="custom_tool_call_output"
-):
-    """
-    The output of a custom tool call, as the client sent it back.
-    """
-
-    type: ClassVar[Literal["custom_tool_call_output"]] = "custom_tool_call_output"
-    id: str
-    status: Literal["in_progress", "completed", "incomplete"]
-    call_id: str
-    output: Any
-
-
-class ResponseFileSearchToolCall(Struct, kw_only=True, tag_field="type", tag="file_search_call"):
-    """
-    A file search run by the server, with its queries and results.
-    """
-
-    type: ClassVar[Literal["file_search_call"]] = "file_search_call"
-    id: str
-    status: Literal["in_progress", "searching", "completed", "incomplete", "failed"]
-    queries: list[str]
-    results: list[dict[str, Any]] | None | UnsetType = UNSET
-
-
-class ResponseFunctionToolCall(Struct, kw_only=True, tag_field="type", tag="function_call"):
-    """
-    A call to a function tool that the client runs.
-    """
-
-    type: ClassVar[Literal["function_call"]] = "function_call"
-    call_id: str
-    name: str
-    arguments: str
-    id: str | None | UnsetType = UNSET
-    status: Literal["in_progress", "completed", "incomplete"] | None | UnsetType = UNSET
-    namespace: str | None | UnsetType = UNSET
-
-
-class ResponseFunctionToolCallOutputItem(
-    Struct, kw_only=True, tag_field="type", tag="function_call_output"
-):
-    """
-    The output of a function call, as the client sent it back.
-    """
-
-    type: ClassVar[Literal["function_call_output"]] = "function_call_output"
-    id: str
-    status: Literal["in_progress", "completed", "incomplete"]
-    output: Any
-    call_id: str | None | UnsetType = UNSET
-
-
-class ImageGenerationCall(Struct, kw_only=True, tag_field="type", tag="image_generation_call"):
-    """
-    An image generated by the server.
-    """
-
-    type: ClassVar[Literal["image_generation_call"]] = "image_generation_call"
-    id: str
-    status: Literal["in_progress", "generating", "completed", "failed"]
-    result: str | None | UnsetType = UNSET
-
-
-class LocalShellCall(Struct, kw_only=True, tag_field="type", tag="local_shell_call"):
-    """
-    A command for the client to run in its local shell.
-    """
-
-    type: ClassVar[Literal["local_shell_call"]] = "local_shell_call"
-    id: str
-    status: Literal["in_progress", "completed", "incomplete"]
-    call_id: str
-    action: dict[str, Any]
-
-
-class LocalShellCallOutput(Struct, kw_only=True, tag_field="type", tag="local_shell_call_output"):
-    """
-    The output of a local shell command, as the client sent it back.
-    """
-
-    type: ClassVar[Literal["local_shell_call_output"]] = "local_shell_call_output"
-    id: str
-    output: str
-    status: Literal["in_progress", "completed", "incomplete"] | None | UnsetType = UNSET
-
-
-class McpApprovalRequest(Struct, kw_only=True, tag_field="type", tag="mcp_approval_request"):
-    """
-    A request for the client to approve an MCP tool call.
-    """
-
-    type: ClassVar[Literal["mcp_approval_request"]] = "mcp_approval_request"
-    id: str
-    server_label: str
-    name: str
-    arguments: str
-    status: Literal["in_progress", "completed", "incomplete"] | None | UnsetType = UNSET
-
-
-class McpApprovalResponse(Struct, kw_only=True, tag_field="type", tag="mcp_approval_response"):
-    """
-    The client's answer to an MCP approval request.
-    """
-
-    type: ClassVar[Literal["mcp_approval_response"]] = "mcp_approval_response"
-    id: str
-    approval_request_id: str
-    approve: bool
-    status: Literal["in_progress", "completed", "incomplete"] | None | UnsetType = UNSET
-    reason: str | None | UnsetType = UNSET
-
-
-class McpCall(Struct, kw_only=True, tag_field="type", tag="mcp_call"):
-    """
-    A call to a tool on an MCP server.
-    """
-
-    type: ClassVar[Literal["mcp_call"]] = "mcp_call"
-    id: str
-    server_label: str
-    name: str
-    arguments: str
-    status: (
-        Literal["in_progress", "completed", "incomplete", "calling", "failed"] | None | UnsetType
-    ) = UNSET
-    output: str | None | UnsetType = UNSET
-    error: dict[str, Any] | None | UnsetType = UNSET
-
-
-class McpListTools(Struct, kw_only=True, tag_field="type", tag="mcp_list_tools"):
-    """
-    Lists the tools of an MCP server.
-    """
-
-    type: ClassVar[Literal["mcp_list_tools"]] = "mcp_list_tools"
-    id: str
-    server_label: str
-    tools: list[McpTool]
-    status: Literal["in_progress", "completed", "incomplete", "failed"] | None | UnsetType = UNSET
-    error: str | None | UnsetType = UNSET
-
-
-class Program(Struct, kw_only=True, tag_field="type", tag="program"):
-    """
-    A program the model wrote for programmatic tool calling.
-    """
-
-    type: ClassVar[Literal["program"]] = "program"
-    id: str
-    call_id: str
-    code: str
-    fingerprint: str
-    status: Literal["in_progress", "completed", "incomplete"] | None | UnsetType = UNSET
-
-
-class ProgramOutput(Struct, kw_only=True, tag_field="type", tag="program_output"):
-    """
-    The result of a program run.
-    """
-
-    type: ClassVar[Literal["program_output"]] = "program_output"
-    id: str
-    status: Literal["completed", "incomplete"]
-    call_id: str
-    result: str
-
-
-class ResponseFunctionShellToolCall(Struct, kw_only=True, tag_field="type", tag="shell_call"):
-    """
-    Shell commands proposed by the model, with their streamed output.
-    """
-
-    type: ClassVar[Literal["shell_call"]] = "shell_call"
-    id: str
-    status: Literal["in_progress", "completed", "incomplete"]
-    call_id: str
-    action: dict[str, Any]
-
-
-class ResponseFunctionShellToolCallOutput(
-    Struct, kw_only=True, tag_field="type", tag="shell_call_output"
-):
-    """
-    The output of the commands of a shell call, streamed per command.
-    """
-
-    type: ClassVar[Literal["shell_call_output"]] = "shell_call_output"
-    id: str
-    status: Literal["in_progress", "completed", "incomplete"]
-    call_id: str
-    output: list[dict[str, Any]]
-    max_output_length: int | None | UnsetType = UNSET
-
-
-class ResponseToolSearchCall(Struct, kw_only=True, tag_field="type", tag="tool_search_call"):
-    """
-    A search for tools to load, run by the server or the client.
-    """
-
-    type: ClassVar[Literal["tool_search_call"]] = "tool_search_call"
-    id: str
-    status: Literal["in_progress", "completed", "incomplete"]
-    arguments: Any
-    execution: Literal["server", "client"]
-    call_id: str | None | UnsetType = UNSET
-
-
-class ResponseToolSearchOutputItem(
-    Struct, kw_only=True, tag_field="type", tag="tool_search_output"
-):
-    """
-    The tools that a tool search found.
-    """
-
-    type: ClassVar[Literal["tool_search_output"]] = "tool_search_output"
-    id: str
-    status: Literal["in_progress", "completed", "incomplete"]
-    execution: Literal["server", "client"]
-    tools: list[dict[str, Any]]
-    call_id: str | None | UnsetType = UNSET
-
-
-class ResponseFunctionWebSearch(Struct, kw_only=True, tag_field="type", tag="web_search_call"):
-    """
-    A web search run by the server.
-    """
-
-    type: ClassVar[Literal["web_search_call"]] = "web_search_call"
-    id: str
-    status: Literal["in_progress", "searching", "completed", "incomplete", "failed"]
-    action: dict[str, Any] | None | UnsetType = UNSET
-
-
-ContentPart: TypeAlias = ResponseOutputText | ResponseOutputRefusal | ReasoningTextPart
-
-
-SummaryPart: TypeAlias = SummaryTextPart
-
-
-class ResponseErrorEvent(Struct, kw_only=True, tag_field="type", tag="error"):
-    """
-    An error before response.failed.
-    """
-
-    type: ClassVar[Literal["error"]] = "error"
-    sequence_number: int
-    code: str | None | UnsetType = UNSET
-    message: str | None | UnsetType = UNSET
-    param: str | None | UnsetType = UNSET
-
-
-class ResponseContentPartAddedEvent(
-    Struct, kw_only=True, tag_field="type", tag="response.content_part.added"
-):
-    type: ClassVar[Literal["response.content_part.added"]] = "response.content_part.added"
-    sequence_number: int
-    item_id: str
-    output_index: int
-    content_index: int
-    part: ContentPart
-
-
-class ResponseContentPartDoneEvent(
-    Struct, kw_only=True, tag_field="type", tag="response.content_part.done"
-):
-    type: ClassVar[Literal["response.content_part.done"]] = "response.content_part.done"
-    sequence_number: int
-    item_id: str
-    output_index: int
-    content_index: int
-    part: ContentPart
-
-
-class ResponseTextDeltaEvent(
-    Struct, kw_only=True, tag_field="type", tag="response.output_text.delta"
-):
-    type: ClassVar[Literal["response.output_text.delta"]] = "response.output_text.delta"
-    sequence_number: int
-    item_id: str
-    output_index: int
-    content_index: int
-    delta: str
-    logprobs: list[Logprob] | UnsetType = UNSET
-
-
-class ResponseTextDoneEvent(
-    Struct, kw_only=True, tag_field="type", tag="response.output_text.done"
-):
-    type: ClassVar[Literal["response.output_text.done"]] = "response.output_text.done"
-    sequence_number: int
-    item_id: str
-    output_index: int
-    content_index: int
-    text: str
-    logprobs: list[Logprob] | UnsetType = UNSET
-
-
-class ResponseOutputTextAnnotationAddedEvent(
-    Struct, kw_only=True, tag_field="type", tag="response.output_text.annotation.added"
-):
-    type: ClassVar[Literal["response.output_text.annotation.added"]] = (
-        "response.output_text.annotation.added"
-    )
-    sequence_number: int
-    item_id: str
-    output_index: int
-    content_index: int
-    annotation_index: int
-    annotation: dict[str, Any] | None | UnsetType = UNSET
-
-
-class ResponseRefusalDeltaEvent(
-    Struct, kw_only=True, tag_field="type", tag="response.refusal.delta"
-):
-    type: ClassVar[Literal["response.refusal.delta"]] = "response.refusal.delta"
-    sequence_number: int
-    item_id: str
-    output_index: int
-    content_index: int
-    delta: str
-
-
-class ResponseRefusalDoneEvent(Struct, kw_only=True, tag_field="type", tag="response.refusal.done"):
-    type: ClassVar[Literal["response.refusal.done"]] = "response.refusal.done"
-    sequence_number: int
-    item_id: str
-    output_index: int
-    content_index: int
-    refusal: str
-
-
-class ResponseReasoningTextDeltaEvent(
-    Struct, kw_only=True, tag_field="type", tag="response.reasoning_text.delta"
-):
-    type: ClassVar[Literal["response.reasoning_text.delta"]] = "response.reasoning_text.delta"
-    sequence_number: int
-    item_id: str
-    output_index: int
-    content_index: int
-    delta: str
-
-
-class ResponseReasoningTextDoneEvent(
-    Struct, kw_only=True, tag_field="type", tag="response.reasoning_text.done"
-):
-    type: ClassVar[Literal["response.reasoning_text.done"]] = "response.reasoning_text.done"
-    sequence_number: int
-    item_id: str
-    output_index: int
-    content_index: int
-    text: str
-
-
-class ResponseReasoningSummaryPartAddedEvent(
-    Struct, kw_only=True, tag_field="type", tag="response.reasoning_summary_part.added"
-):
-    type: ClassVar[Literal["response.reasoning_summary_part.added"]] = (
-        "response.reasoning_summary_part.added"
-    )
-    sequence_number: int
-    item_id: str
-    output_index: int
-    summary_index: int
-    part: SummaryPart
-
-
-class ResponseReasoningSummaryPartDoneEvent(
-    Struct, kw_only=True, tag_field="type", tag="response.reasoning_summary_part.done"
-):
-    type: ClassVar[Literal["response.reasoning_summary_part.done"]] = (
-        "response.reasoning_summary_part.done"
-    )
-    sequence_number: int
-    item_id: str
-    output_index: int
-    summary_index: int
-    part: SummaryPart
-
-
-class ResponseReasoningSummaryTextDeltaEvent(
-    Struct, kw_only=True, tag_field="type", tag="response.reasoning_summary_text.delta"
-):
-    type: ClassVar[Literal["response.reasoning_summary_text.delta"]] = (
-        "response.reasoning_summary_text.delta"
-    )
-    sequence_number: int
-    item_id: str
-    output_index: int
-    summary_index: int
-    delta: str
-
-
-class ResponseReasoningSummaryTextDoneEvent(
-    Struct, kw_only=True, tag_field="type", tag="response.reasoning_summary_text.done"
-):
-    type: ClassVar[Literal["response.reasoning_summary_text.done"]] = (
-        "response.reasoning_summary_text.done"
-    )
-    sequence_number: int
-    item_id: str
-    output_index: int
-    summary_index: int
-    text: str
-
-
-class ResponseFunctionCallArgumentsDeltaEvent(
-    Struct, kw_only=True, tag_field="type", tag="response.function_call_arguments.delta"
-):
-    type: ClassVar[Literal["response.function_call_arguments.delta"]] = (
-        "response.function_call_arguments.delta"
-    )
-    sequence_number: int
-    item_id: str
-    output_index: int
-    delta: str
-
-
-class ResponseFunctionCallArgumentsDoneEvent(
-    Struct, kw_only=True, tag_field="type", tag="response.function_call_arguments.done"
-):
-    type: ClassVar[Literal["response.function_call_arguments.done"]] = (
-        "response.function_call_arguments.done"
-    )
-    sequence_number: int
-    item_id: str
-    output_index: int
-    arguments: str
-
-
-class ResponseCustomToolCallInputDeltaEvent(
-    Struct, kw_only=True, tag_field="type", tag="response.custom_tool_call_input.delta"
-):
-    type: ClassVar[Literal["response.custom_tool_call_input.delta"]] = (
-        "response.custom_tool_call_input.delta"
-    )
-    sequence_number: int
-    item_id: str
-    output_index: int
-    delta: str
-
-
-class ResponseCustomToolCallInputDoneEvent(
-    Struct, kw_only=True, tag_field="type", tag="response.custom_tool_call_input.done"
-):
-    type: ClassVar[Literal["response.custom_tool_call_input.done"]] = (
-        "response.custom_tool_call_input.done"
-    )
-    sequence_number: int
-    item_id: str
-    output_index: int
-    input: str
-
-
-class ResponseMcpCallInProgressEvent(
-    Struct, kw_only=True, tag_field="type", tag="response.mcp_call.in_progress"
-):
-    type: ClassVar[Literal["response.mcp_call.in_progress"]] = "response.mcp_call.in_progress"
-    sequence_number: int
-    item_id: str
-    output_index: int
-
-
-class ResponseMcpCallArgumentsDeltaEvent(
-    Struct, kw_only=True, tag_field="type", tag="response.mcp_call_arguments.delta"
-):
-    type: ClassVar[Literal["response.mcp_call_arguments.delta"]] = (
-        "response.mcp_call_arguments.delta"
-    )
-    sequence_number: int
-    item_id: str
-    output_index: int
-    delta: str
-
-
-class ResponseMcpCallArgumentsDoneEvent(
-    Struct, kw_only=True, tag_field="type", tag="response.mcp_call_arguments.done"
-):
-    type: ClassVar[Literal["response.mcp_call_arguments.done"]] = "response.mcp_call_arguments.done"
-    sequence_number: int
-    item_id: str
-    output_index: int
-    arguments: str
-
-
-class ResponseMcpCallCompletedEvent(
-    Struct, kw_only=True, tag_field="type", tag="response.mcp_call.completed"
-):
-    type: ClassVar[Literal["response.mcp_call.completed"]] = "response.mcp_call.completed"
-    sequence_number: int
-    item_id: str
-    output_index: int
-
-
-class ResponseMcpCallFailedEvent(
-    Struct, kw_only=True, tag_field="type", tag="response.mcp_call.failed"
-):
-    type: ClassVar[Literal["response.mcp_call.failed"]] = "response.mcp_call.failed"
-    sequence_number: int
-    item_id: str
-    output_index: int
-
-
-class ResponseMcpListToolsInProgressEvent(
-    Struct, kw_only=True, tag_field="type", tag="response.mcp_list_tools.in_progress"
-):
-    type: ClassVar[Literal["response.mcp_list_tools.in_progress"]] = (
-        "response.mcp_list_tools.in_progress"
-    )
-    sequence_number: int
-    item_id: str
-    output_index: int
-
-
-class ResponseMcpListToolsCompletedEvent(
-    Struct, kw_only=True, tag_field="type", tag="response.mcp_list_tools.completed"
-):
-    type: ClassVar[Literal["response.mcp_list_tools.completed"]] = (
-        "response.mcp_list_tools.completed"
-    )
-    sequence_number: int
-    item_id: str
-    output_index: int
-
-
-class ResponseMcpListToolsFailedEvent(
-    Struct, kw_only=True, tag_field="type", tag="response.mcp_list_tools.failed"
-):
-    type: ClassVar[Literal["response.mcp_list_tools.failed"]] = "response.mcp_list_tools.failed"
-    sequence_number: int
-    item_id: str
-    output_index: int
-
-
-class ResponseCodeInterpreterCallInProgressEvent(
-    Struct, kw_only=True, tag_field="type", tag="response.code_interpreter_call.in_progress"
-):
-    type: ClassVar[Literal["response.code_interpreter_call.in_progress"]] = (
-        "response.code_interpreter_call.in_progress"
-    )
-    sequence_number: int
-    item_id: str
-    output_index: int
-
-
-class ResponseCodeInterpreterCallCodeDeltaEvent(
-    Struct, kw_only=True, tag_field="type", tag="response.code_interpreter_call_code.delta"
-):
-    type: ClassVar[Literal["response.code_interpreter_call_code.delta"]] = (
-        "response.code_interpreter_call_code.delta"
-    )
-    sequence_number: int
-    item_id: str
-    output_index: int
-    delta: str
-
-
-class ResponseCodeInterpreterCallCodeDoneEvent(
-    Struct, kw_only=True, tag_field="type", tag="response.code_interpreter_call_code.done"
-):
-    type: ClassVar[Literal["response.code_interpreter_call_code.done"]] = (
-        "response.code_interpreter_call_code.done"
-    )
-    sequence_number: int
-    item_id: str
-    output_index: int
-    code: str
-
-
-class ResponseCodeInterpreterCallInterpretingEvent(
-    Struct, kw_only=True, tag_field="type", tag="response.code_interpreter_call.interpreting"
-):
-    type: ClassVar[Literal["response.code_interpreter_call.interpreting"]] = (
-        "response.code_interpreter_call.interpreting"
-    )
-    sequence_number: int
-    item_id: str
-    output_index: int
-
-
-class ResponseCodeInterpreterCallCompletedEvent(
-    Struct, kw_only=True, tag_field="type", tag="response.code_interpreter_call.completed"
-):
-    type: ClassVar[Literal["response.code_interpreter_call.completed"]] = (
-        "response.code_interpreter_call.completed"
-    )
-    sequence_number: int
-    item_id: str
-    output_index: int
-
-
-class ResponseWebSearchCallInProgressEvent(
-    Struct, kw_only=True, tag_field="type", tag="response.web_search_call.in_progress"
-):
-    type: ClassVar[Literal["response.web_search_call.in_progress"]] = (
-        "response.web_search_call.in_progress"
-    )
-    sequence_number: int
-    item_id: str
-    output_index: int
-
-
-class ResponseWebSearchCallSearchingEvent(
-    Struct, kw_only=True, tag_field="type", tag="response.web_search_call.searching"
-):
-    type: ClassVar[Literal["response.web_search_call.searching"]] = (
-        "response.web_search_call.searching"
-    )
-    sequence_number: int
-    item_id: str
-    output_index: int
-
-
-class ResponseWebSearchCallCompletedEvent(
-    Struct, kw_only=True, tag_field="type", tag="response.web_search_call.completed"
-):
-    type: ClassVar[Literal["response.web_search_call.completed"]] = (
-        "response.web_search_call.completed"
-    )
-    sequence_number: int
-    item_id: str
-    output_index: int
-
-
-class ResponseFileSearchCallInProgressEvent(
-    Struct, kw_only=True, tag_field="type", tag="response.file_search_call.in_progress"
-):
-    type: ClassVar[Literal["response.file_search_call.in_progress"]] = (
-        "response.file_search_call.in_progress"
-    )
-    sequence_number: int
-    item_id: str
-    output_index: int
-
-
-class ResponseFileSearchCallSearchingEvent(
-    Struct, kw_only=True, tag_field="type", tag="response.file_search_call.searching"
-):
-    type: ClassVar[Literal["response.file_search_call.searching"]] = (
-        "response.file_search_call.searching"
-    )
-    sequence_number: int
-    item_id: str
-    output_index: int
-
-
-class ResponseFileSearchCallCompletedEvent(
-    Struct, kw_only=True, tag_field="type", tag="response.file_search_call.completed"
-):
-    type: ClassVar[Literal["response.file_search_call.completed"]] = (
-        "response.file_search_call.completed"
-    )
-    sequence_number: int
-    item_id: str
-    output_index: int
-
-
-class ResponseImageGenCallInProgressEvent(
-    Struct, kw_only=True, tag_field="type", tag="response.image_generation_call.in_progress"
-):
-    type: ClassVar[Literal["response.image_generation_call.in_progress"]] = (
-        "response.image_generation_call.in_progress"
-    )
-    sequence_number: int
-    item_id: str
-    output_index: int
-
-
-class ResponseImageGenCallGeneratingEvent(
-    Struct, kw_only=True, tag_field="type", tag="response.image_generation_call.generating"
-):
-    type: ClassVar[Literal["response.image_generation_call.generating"]] = (
-        "response.image_generation_call.generating"
-    )
-    sequence_number: int
-    item_id: str
-    output_index: int
-
-
-class ResponseImageGenCallPartialImageEvent(
-    Struct, kw_only=True, tag_field="type", tag="response.image_generation_call.partial_image"
-):
-    type: ClassVar[Literal["response.image_generation_call.partial_image"]] = (
-        "response.image_generation_call.partial_image"
-    )
-    sequence_number: int
-    item_id: str
-    output_index: int
-    partial_image_index: int
-    partial_image_b64: str
-
-
-class ResponseImageGenCallCompletedEvent(
-    Struct, kw_only=True, tag_field="type", tag="response.image_generation_call.completed"
-):
-    type: ClassVar[Literal["response.image_generation_call.completed"]] = (
-        "response.image_generation_call.completed"
-    )
-    sequence_number: int
-    item_id: str
-    output_index: int
-
-
-class ResponseCompactionCompactingEvent(
-    Struct, kw_only=True, tag_field="type", tag="response.compaction.compacting"
-):
-    type: ClassVar[Literal["response.compaction.compacting"]] = "response.compaction.compacting"
-    sequence_number: int
-    item_id: str
-    output_index: int
-
-
-class ResponseShellCallCommandAddedEvent(
-    Struct, kw_only=True, tag_field="type", tag="response.shell_call_command.added"
-):
-    type: ClassVar[Literal["response.shell_call_command.added"]] = (
-        "response.shell_call_command.added"
-    )
-    sequence_number: int
-    output_index: int
-    command_index: int
-    command: str
-
-
-class ResponseShellCallCommandDeltaEvent(
-    Struct, kw_only=True, tag_field="type", tag="response.shell_call_command.delta"
-):
-    type: ClassVar[Literal["response.shell_call_command.delta"]] = (
-        "response.shell_call_command.delta"
-    )
-    sequence_number: int
-    output_index: int
-    command_index: int
-    delta: str
-
-
-class ResponseShellCallCommandDoneEvent(
-    Struct, kw_only=True, tag_field="type", tag="response.shell_call_command.done"
-):
-    type: ClassVar[Literal["response.shell_call_command.done"]] = "response.shell_call_command.done"
-    sequence_number: int
-    output_index: int
-    command_index: int
-    command: str
-
-
-class ResponseShellCallOutputContentDeltaEvent(
-    Struct, kw_only=True, tag_field="type", tag="response.shell_call_output_content.delta"
-):
-    type: ClassVar[Literal["response.shell_call_output_content.delta"]] = (
-        "response.shell_call_output_content.delta"
-    )
-    sequence_number: int
-    item_id: str
-    output_index: int
-    command_index: int
-    delta: ShellOutputDelta
-
-
-class ResponseShellCallOutputContentDoneEvent(
-    Struct, kw_only=True, tag_field="type", tag="response.shell_call_output_content.done"
-):
-    type: ClassVar[Literal["response.shell_call_output_content.done"]] = (
-        "response.shell_call_output_content.done"
-    )
-    sequence_number: int
-    item_id: str
-    output_index: int
-    command_index: int
-    output: list[dict[str, Any]]
-
-
-class ResponseAudioDeltaEvent(Struct, kw_only=True, tag_field="type", tag="response.audio.delta"):
-    type: ClassVar[Literal["response.audio.delta"]] = "response.audio.delta"
-    sequence_number: int
-    delta: str
-
-
-class ResponseAudioDoneEvent(Struct, kw_only=True, tag_field="type", tag="response.audio.done"):
-    type: ClassVar[Literal["response.audio.done"]] = "response.audio.done"
-    sequence_number: int
-
-
-class ResponseAudioTranscriptDeltaEvent(
-    Struct, kw_only=True, tag_field="type", tag="response.audio.transcript.delta"
-):
-    type: ClassVar[Literal["response.audio.transcript.delta"]] = "response.audio.transcript.delta"
-    sequence_number: int
-    delta: str
-
-
-class ResponseAudioTranscriptDoneEvent(
-    Struct, kw_only=True, tag_field="type", tag="response.audio.transcript.done"
-):
-    type: ClassVar[Literal["response.audio.transcript.done"]] = "response.audio.transcript.done"
-    sequence_number: int
-
-
-class ResponseApplyPatchCallOperationDiffDeltaEvent(
-    Struct, kw_only=True, tag_field="type", tag="response.apply_patch_call_operation_diff.delta"
-):
-    """
-    A piece of the diff of an apply_patch_call's operation.
-    """
-
-    type: ClassVar[Literal["response.apply_patch_call_operation_diff.delta"]] = (
-        "response.apply_patch_call_operation_diff.delta"
-    )
-    sequence_number: int
-    item_id: str
-    output_index: int
-    delta: str
-
-
-class ResponseApplyPatchCallOperationDiffDoneEvent(
-    Struct, kw_only=True, tag_field="type", tag="response.apply_patch_call_operation_diff.done"
-):
-    """
-    The whole diff of an apply_patch_call's operation.
-    """
-
-    type: ClassVar[Literal["response.apply_patch_call_operation_diff.done"]] = (
-        "response.apply_patch_call_operation_diff.done"
-    )
-    sequence_number: int
-    item_id: str
-    output_index: int
-    diff: str
-
-
-class ResponseOutputMessage(Struct, kw_only=True, tag_field="type", tag="message"):
-    """
-    An assistant message made of output_text and refusal parts.
-    """
-
-    type: ClassVar[Literal["message"]] = "message"
-    id: str
-    status: Literal["in_progress", "completed", "incomplete"]
-    role: Literal["assistant"]
-    content: list[ContentPart]
-    phase: Literal["commentary", "final_answer"] | None | UnsetType = UNSET
-
-
-class ResponseReasoningItem(Struct, kw_only=True, tag_field="type", tag="reasoning"):
-    """
-    The model's reasoning, as summaries and as a raw trace.
-    """
-
-    type: ClassVar[Literal["reasoning"]] = "reasoning"
-    id: str
-    summary: list[SummaryPart]
-    status: Literal["in_progress", "completed", "incomplete"] | None | UnsetType = UNSET
-    content: list[ContentPart] | None | UnsetType = UNSET
-    encrypted_content: str | None | UnsetType = UNSET
-
-
-Item: TypeAlias = (
-    AdditionalTools
-    | ResponseApplyPatchToolCall
-    | ResponseApplyPatchToolCallOutput
-    | ResponseCodeInterpreterToolCall
-    | ResponseCompactionItem
-    | ResponseComputerToolCall
-    | ResponseComputerToolCallOutputItem
-    | ResponseCustomToolCall
-    | ResponseCustomToolCallOutputItem
-    | ResponseFileSearchToolCall
-    | ResponseFunctionToolCall
-    | ResponseFunctionToolCallOutputItem
-    | ImageGenerationCall
-    | LocalShellCall
-    | LocalShellCallOutput
-    | McpApprovalRequest
-    | McpApprovalResponse
-    | McpCall
-    | McpListTools
-    | ResponseOutputMessage
-    | Program
-    | ProgramOutput
-    | ResponseReasoningItem
-    | ResponseFunctionShellToolCall
-    | ResponseFunctionShellToolCallOutput
-    | ResponseToolSearchCall
-    | ResponseToolSearchOutputItem
-    | ResponseFunctionWebSearch
-)
-
-
-Payload: TypeAlias = (
-    AdditionalTools
-    | ResponseApplyPatchToolCall
-    | ResponseApplyPatchToolCallOutput
-    | ResponseCodeInterpreterToolCall
-    | ResponseCompactionItem
-    | ResponseComputerToolCall
-    | ResponseComputerToolCallOutputItem
-    | ResponseCustomToolCall
-    | ResponseCustomToolCallOutputItem
-    | ResponseFileSearchToolCall
-    | ResponseFunctionToolCall
-    | ResponseFunctionToolCallOutputItem
-    | ImageGenerationCall
-    | LocalShellCall
-    | LocalShellCallOutput
-    | McpApprovalRequest
-    | McpApprovalResponse
-    | McpCall
-    | McpListTools
-    | ResponseOutputMessage
-    | Program
-    | ProgramOutput
-    | ResponseReasoningItem
-    | ResponseFunctionShellToolCall
-    | ResponseFunctionShellToolCallOutput
-    | ResponseToolSearchCall
-    | ResponseToolSearchOutputItem
-    | ResponseFunctionWebSearch
-    | ResponseOutputText
-    | ResponseOutputRefusal
-    | ReasoningTextPart
-    | SummaryTextPart
-)
-
-
-class Response(Struct, kw_only=True):
-    """
-    The Response snapshot.
-    """
-
-    id: str
-    object: Literal["response"]
-    created_at: int
-    model: str
-    output: list[Item]
-    tools: list[dict[str, Any]]
-    tool_choice: Any
-    parallel_tool_calls: bool
-    completed_at: int | None | UnsetType = UNSET
-    status: (
-        Literal["queued", "in_progress", "completed", "incomplete", "failed", "cancelled"]
-        | None
-        | UnsetType
-    ) = UNSET
-    incomplete_details: IncompleteDetails | None | UnsetType = UNSET
-    previous_response_id: str | None | UnsetType = UNSET
-    instructions: str | None | UnsetType = UNSET
-    error: ResponseError | None | UnsetType = UNSET
-    truncation: Literal["auto", "disabled"] | None | UnsetType = UNSET
-    text: dict[str, Any] | None | UnsetType = UNSET
-    top_p: float | None | UnsetType = UNSET
-    presence_penalty: float | None | UnsetType = UNSET
-    frequency_penalty: float | None | UnsetType = UNSET
-    top_logprobs: int | None | UnsetType = UNSET
-    temperature: float | None | UnsetType = UNSET
-    reasoning: dict[str, Any] | None | UnsetType = UNSET
-    usage: Usage | None | UnsetType = UNSET
-    max_output_tokens: int | None | UnsetType = UNSET
-    max_tool_calls: int | None | UnsetType = UNSET
-    store: bool | None | UnsetType = UNSET
-    background: bool | None | UnsetType = UNSET
-    service_tier: str | None | UnsetType = UNSET
-    metadata: dict[str, Any] | None | UnsetType = UNSET
-    safety_identifier: str | None | UnsetType = UNSET
-    prompt_cache_key: str | None | UnsetType = UNSET
-    user: str | None | UnsetType = UNSET
-
-
-class ResponseQueuedEvent(Struct, kw_only=True, tag_field="type", tag="response.queued"):
-    type: ClassVar[Literal["response.queued"]] = "response.queued"
-    sequence_number: int
-    response: Response
-
-
-class ResponseCreatedEvent(Struct, kw_only=True, tag_field="type", tag="response.created"):
-    type: ClassVar[Literal["response.created"]] = "response.created"
-    sequence_number: int
-    response: Response
-
-
-class ResponseInProgressEvent(Struct, kw_only=True, tag_field="type", tag="response.in_progress"):
-    type: ClassVar[Literal["response.in_progress"]] = "response.in_progress"
-    sequence_number: int
-    response: Response
-
-
-class ResponseCompletedEvent(Struct, kw_only=True, tag_field="type", tag="response.completed"):
-    type: ClassVar[Literal["response.completed"]] = "response.completed"
-    sequence_number: int
-    response: Response
-
-
-class ResponseIncompleteEvent(Struct, kw_only=True, tag_field="type", tag="response.incomplete"):
-    type: ClassVar[Literal["response.incomplete"]] = "response.incomplete"
-    sequence_number: int
-    response: Response
-
-
-class ResponseFailedEvent(Struct, kw_only=True, tag_field="type", tag="response.failed"):
-    type: ClassVar[Literal["response.failed"]] = "response.failed"
-    sequence_number: int
-    response: Response
-
-
-class ResponseOutputItemAddedEvent(
-    Struct, kw_only=True, tag_field="type", tag="response.output_item.added"
-):
-    type: ClassVar[Literal["response.output_item.added"]] = "response.output_item.added"
-    sequence_number: int
-    output_index: int
-    item: Item
-
-
-class ResponseOutputItemDoneEvent(
-    Struct, kw_only=True, tag_field="type", tag="response.output_item.done"
-):
-    type: ClassVar[Literal["response.output_item.done"]] = "response.output_item.done"
-    sequence_number: int
-    output_index: int
-    item: Item
-
-
-Event: TypeAlias = (
-    ResponseQueuedEvent
-    | ResponseCreatedEvent
-    | ResponseInProgressEvent
-    | ResponseCompletedEvent
-    | ResponseIncompleteEvent
-    | ResponseFailedEvent
-    | ResponseErrorEvent
-    | ResponseOutputItemAddedEvent
-    | ResponseOutputItemDoneEvent
-    | ResponseContentPartAddedEvent
-    | ResponseContentPartDoneEvent
-    | ResponseTextDeltaEvent
-    | ResponseTextDoneEvent
-    | ResponseOutputTextAnnotationAddedEvent
-    | ResponseRefusalDeltaEvent
-    | ResponseRefusalDoneEvent
-    | ResponseReasoningTextDeltaEvent
-    | ResponseReasoningTextDoneEvent
-    | ResponseReasoningSummaryPartAddedEvent
-    | ResponseReasoningSummaryPartDoneEvent
-    | ResponseReasoningSummaryTextDeltaEvent
-    | ResponseReasoningSummaryTextDoneEvent
-    | ResponseFunctionCallArgumentsDeltaEvent
-    | ResponseFunctionCallArgumentsDoneEvent
-    | ResponseCustomToolCallInputDeltaEvent
-    | ResponseCustomToolCallInputDoneEvent
-    | ResponseMcpCallInProgressEvent
-    | ResponseMcpCallArgumentsDeltaEvent
-    | ResponseMcpCallArgumentsDoneEvent
-    | ResponseMcpCallCompletedEvent
-    | ResponseMcpCallFailedEvent
-    | ResponseMcpListToolsInProgressEvent
-    | ResponseMcpListToolsCompletedEvent
-    | ResponseMcpListToolsFailedEvent
-    | ResponseCodeInterpreterCallInProgressEvent
-    | ResponseCodeInterpreterCallCodeDeltaEvent
-    | ResponseCodeInterpreterCallCodeDoneEvent
-    | ResponseCodeInterpreterCallInterpretingEvent
-    | ResponseCodeInterpreterCallCompletedEvent
-    | ResponseWebSearchCallInProgressEvent
-    | ResponseWebSearchCallSearchingEvent
-    | ResponseWebSearchCallCompletedEvent
-    | ResponseFileSearchCallInProgressEvent
-    | ResponseFileSearchCallSearchingEvent
-    | ResponseFileSearchCallCompletedEvent
-    | ResponseImageGenCallInProgressEvent
-    | ResponseImageGenCallGeneratingEvent
-    | ResponseImageGenCallPartialImageEvent
-    | ResponseImageGenCallCompletedEvent
-    | ResponseCompactionCompactingEvent
-    | ResponseShellCallCommandAddedEvent
-    | ResponseShellCallCommandDeltaEvent
-    | ResponseShellCallCommandDoneEvent
-    | ResponseShellCallOutputContentDeltaEvent
-    | ResponseShellCallOutputContentDoneEvent
-    | ResponseAudioDeltaEvent
-    | ResponseAudioDoneEvent
-    | ResponseAudioTranscriptDeltaEvent
-    | ResponseAudioTranscriptDoneEvent
-    | ResponseApplyPatchCallOperationDiffDeltaEvent
-    | ResponseApplyPatchCallOperationDiffDoneEvent
-)

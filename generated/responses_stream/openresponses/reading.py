@@ -4,491 +4,208 @@ from __future__ import annotations
 
 from typing import Annotated, Any, ClassVar, Literal, TypeAlias
 
-from msgspec import UNSET, Meta, Struct, UnsetType
+from msgspec import Meta, Struct
+
+from .._shared import reading as _shared
+from .._shared.reading import ContentPart as ContentPart
+from .._shared.reading import ErrorPayload as ErrorPayload
+from .._shared.reading import IncompleteDetails as IncompleteDetails
+from .._shared.reading import InputTokensDetails as InputTokensDetails
+from .._shared.reading import Logprob as Logprob
+from .._shared.reading import McpTool as McpTool
+from .._shared.reading import OutputTokensDetails as OutputTokensDetails
+from .._shared.reading import ReasoningTextPart as ReasoningTextPart
+from .._shared.reading import ResponseCompactionItem as ResponseCompactionItem
+from .._shared.reading import ResponseContentPartAddedEvent as ResponseContentPartAddedEvent
+from .._shared.reading import ResponseContentPartDoneEvent as ResponseContentPartDoneEvent
+from .._shared.reading import ResponseError as ResponseError
+from .._shared.reading import (
+    ResponseFunctionCallArgumentsDeltaEvent as ResponseFunctionCallArgumentsDeltaEvent,
+)
+from .._shared.reading import (
+    ResponseFunctionCallArgumentsDoneEvent as ResponseFunctionCallArgumentsDoneEvent,
+)
+from .._shared.reading import ResponseFunctionToolCall as ResponseFunctionToolCall
+from .._shared.reading import ResponseOutputMessage as ResponseOutputMessage
+from .._shared.reading import ResponseOutputRefusal as ResponseOutputRefusal
+from .._shared.reading import ResponseOutputText as ResponseOutputText
+from .._shared.reading import (
+    ResponseOutputTextAnnotationAddedEvent as ResponseOutputTextAnnotationAddedEvent,
+)
+from .._shared.reading import ResponseReasoningItem as ResponseReasoningItem
+from .._shared.reading import (
+    ResponseReasoningSummaryPartAddedEvent as ResponseReasoningSummaryPartAddedEvent,
+)
+from .._shared.reading import (
+    ResponseReasoningSummaryPartDoneEvent as ResponseReasoningSummaryPartDoneEvent,
+)
+from .._shared.reading import (
+    ResponseReasoningSummaryTextDeltaEvent as ResponseReasoningSummaryTextDeltaEvent,
+)
+from .._shared.reading import (
+    ResponseReasoningSummaryTextDoneEvent as ResponseReasoningSummaryTextDoneEvent,
+)
+from .._shared.reading import ResponseRefusalDeltaEvent as ResponseRefusalDeltaEvent
+from .._shared.reading import ResponseRefusalDoneEvent as ResponseRefusalDoneEvent
+from .._shared.reading import ResponseTextDeltaEvent as ResponseTextDeltaEvent
+from .._shared.reading import ResponseTextDoneEvent as ResponseTextDoneEvent
+from .._shared.reading import ShellOutputDelta as ShellOutputDelta
+from .._shared.reading import SummaryPart as SummaryPart
+from .._shared.reading import SummaryTextPart as SummaryTextPart
+from .._shared.reading import TopLogprob as TopLogprob
+from .._shared.reading import Usage as Usage
 
 ResponsesStreamPayloadsOpenresponsesDialect: TypeAlias = Annotated[
     Any, Meta(title="responses-stream payloads (openresponses dialect)")
 ]
 
 
-class TopLogprob(Struct, kw_only=True):
-    """
-    One alternative token at a position.
-    """
-
-    token: str | None | UnsetType = UNSET
-    logprob: float | None | UnsetType = UNSET
-    bytes: list[int] | None | UnsetType = UNSET
-
-
-class Logprob(Struct, kw_only=True):
-    """
-    The log probability of one sampled token.
-    """
-
-    token: str
-    logprob: float
-    bytes: list[int] | None | UnsetType = UNSET
-    top_logprobs: list[TopLogprob] | None | UnsetType = UNSET
-
-
-class InputTokensDetails(Struct, kw_only=True):
-    cached_tokens: int
-    cache_write_tokens: int | UnsetType = UNSET
-
-
-class OutputTokensDetails(Struct, kw_only=True):
-    reasoning_tokens: int
-
-
-class Usage(Struct, kw_only=True):
-    """
-    Token usage; every detail field is present, zero where unknown.
-    """
-
-    input_tokens: int
-    input_tokens_details: InputTokensDetails
-    output_tokens: int
-    output_tokens_details: OutputTokensDetails
-    total_tokens: int
-
-
-class IncompleteDetails(Struct, kw_only=True):
-    reason: str
-
-
-class ResponseError(Struct, kw_only=True):
-    """
-    The error carried by a failed Response.
-    """
-
-    code: str
-    message: str
-
-
-class ErrorPayload(Struct, kw_only=True):
-    """
-    The error object of the Open Responses error event.
-    """
-
-    type: str
-    code: str | None
-    message: str
-    param: str | None
-
-
-class McpTool(Struct, kw_only=True):
-    """
-    A tool listed by an MCP server.
-    """
-
-    name: str
-    input_schema: Any
-    description: str | None | UnsetType = UNSET
-    annotations: Any | UnsetType = UNSET
-
-
-class ShellOutputDelta(Struct, kw_only=True):
-    stdout: str | None | UnsetType = UNSET
-    stderr: str | None | UnsetType = UNSET
-
-
-class ResponseOutputText(Struct, kw_only=True, tag_field="type", tag="output_text"):
-    """
-    Visible answer text.
-    """
-
-    type: ClassVar[Literal["output_text"]] = "output_text"
-    text: str
-    annotations: list[dict[str, Any]]
-    logprobs: list[Logprob] | None | UnsetType = UNSET
-
-
-class ResponseOutputRefusal(Struct, kw_only=True, tag_field="type", tag="refusal"):
-    """
-    A refusal to answer.
-    """
-
-    type: ClassVar[Literal["refusal"]] = "refusal"
-    refusal: str
-
-
-class ReasoningTextPart(Struct, kw_only=True, tag_field="type", tag="reasoning_text"):
-    """
-    The raw reasoning trace.
-    """
-
-    type: ClassVar[Literal["reasoning_text"]] = "reasoning_text"
-    text: str
-
-
-class SummaryTextPart(Struct, kw_only=True, tag_field="type", tag="summary_text"):
-    """
-    A reasoning summary.
-    """
-
-    type: ClassVar[Literal["summary_text"]] = "summary_text"
-    text: str
-
-
-class AdditionalTools(Struct, kw_only=True, tag_field="type", tag="openai:additional_tools"):
-    """
-    Tools added to the conversation.
-    """
-
+class AdditionalTools(
+    _shared._AdditionalToolsFields, tag_field="type", tag="openai:additional_tools"
+):
     type: ClassVar[Literal["openai:additional_tools"]] = "openai:additional_tools"
-    id: str
-    role: str
-    tools: list[dict[str, Any]]
-    status: Literal["in_progress", "completed", "incomplete"] | None | UnsetType = UNSET
 
 
 class ResponseApplyPatchToolCall(
-    Struct, kw_only=True, tag_field="type", tag="openai:apply_patch_call"
+    _shared._ResponseApplyPatchToolCallFields, tag_field="type", tag="openai:apply_patch_call"
 ):
-    """
-    A file operation (create, update or delete) for the client to apply.
-    """
-
     type: ClassVar[Literal["openai:apply_patch_call"]] = "openai:apply_patch_call"
-    id: str
-    status: Literal["in_progress", "completed"]
-    call_id: str
-    operation: dict[str, Any]
 
 
 class ResponseApplyPatchToolCallOutput(
-    Struct, kw_only=True, tag_field="type", tag="openai:apply_patch_call_output"
+    _shared._ResponseApplyPatchToolCallOutputFields,
+    tag_field="type",
+    tag="openai:apply_patch_call_output",
 ):
-    """
-    The result of applying a patch, as the client sent it back.
-    """
-
     type: ClassVar[Literal["openai:apply_patch_call_output"]] = "openai:apply_patch_call_output"
-    id: str
-    status: Literal["completed", "failed"]
-    call_id: str
-    output: str | None | UnsetType = UNSET
 
 
 class ResponseCodeInterpreterToolCall(
-    Struct, kw_only=True, tag_field="type", tag="openai:code_interpreter_call"
+    _shared._ResponseCodeInterpreterToolCallFields,
+    tag_field="type",
+    tag="openai:code_interpreter_call",
 ):
-    """
-    Code written by the model and run in a container.
-    """
-
     type: ClassVar[Literal["openai:code_interpreter_call"]] = "openai:code_interpreter_call"
-    id: str
-    status: Literal["in_progress", "completed", "incomplete", "interpreting", "failed"]
-    container_id: str
-    code: str | None | UnsetType = UNSET
-    outputs: list[dict[str, Any]] | None | UnsetType = UNSET
 
 
-class ResponseCompactionItem(Struct, kw_only=True, tag_field="type", tag="compaction"):
-    """
-    Compacted context, as an opaque encrypted blob.
-    """
-
-    type: ClassVar[Literal["compaction"]] = "compaction"
-    id: str
-    encrypted_content: str
-    status: Literal["in_progress", "completed", "incomplete"] | None | UnsetType = UNSET
-
-
-class ResponseComputerToolCall(Struct, kw_only=True, tag_field="type", tag="openai:computer_call"):
-    """
-    A computer-use action for the client to perform.
-    """
-
+class ResponseComputerToolCall(
+    _shared._ResponseComputerToolCallFields, tag_field="type", tag="openai:computer_call"
+):
     type: ClassVar[Literal["openai:computer_call"]] = "openai:computer_call"
-    id: str
-    status: Literal["in_progress", "completed", "incomplete"]
-    call_id: str
-    pending_safety_checks: list[dict[str, Any]]
-    action: dict[str, Any] | None | UnsetType = UNSET
 
 
 class ResponseComputerToolCallOutputItem(
-    Struct, kw_only=True, tag_field="type", tag="openai:computer_call_output"
+    _shared._ResponseComputerToolCallOutputItemFields,
+    tag_field="type",
+    tag="openai:computer_call_output",
 ):
-    """
-    A screenshot the client sent back after a computer-use action.
-    """
-
     type: ClassVar[Literal["openai:computer_call_output"]] = "openai:computer_call_output"
-    id: str
-    status: Literal["in_progress", "completed", "incomplete", "failed"]
-    call_id: str
-    output: dict[str, Any]
 
 
-class ResponseCustomToolCall(Struct, kw_only=True, tag_field="type", tag="openai:custom_tool_call"):
-    """
-    A call to a custom (free-form input) tool.
-    """
-
+class ResponseCustomToolCall(
+    _shared._ResponseCustomToolCallFields, tag_field="type", tag="openai:custom_tool_call"
+):
     type: ClassVar[Literal["openai:custom_tool_call"]] = "openai:custom_tool_call"
-    call_id: str
-    name: str
-    input: str
-    id: str | None | UnsetType = UNSET
-    status: Literal["in_progress", "completed", "incomplete"] | None | UnsetType = UNSET
-    namespace: str | None | UnsetType = UNSET
 
 
 class ResponseCustomToolCallOutputItem(
-    Struct, kw_only=True, tag_field="type", tag="openai:custom_tool_call_output"
+    _shared._ResponseCustomToolCallOutputItemFields,
+    tag_field="type",
+    tag="openai:custom_tool_call_output",
 ):
-    """
-    The output of a custom tool call, as the client sent it back.
-    """
-
     type: ClassVar[Literal["openai:custom_tool_call_output"]] = "openai:custom_tool_call_output"
-    id: str
-    status: Literal["in_progress", "completed", "incomplete"]
-    call_id: str
-    output: Any
 
 
 class ResponseFileSearchToolCall(
-    Struct, kw_only=True, tag_field="type", tag="openai:file_search_call"
+    _shared._ResponseFileSearchToolCallFields, tag_field="type", tag="openai:file_search_call"
 ):
-    """
-    A file search run by the server, with its queries and results.
-    """
-
     type: ClassVar[Literal["openai:file_search_call"]] = "openai:file_search_call"
-    id: str
-    status: Literal["in_progress", "searching", "completed", "incomplete", "failed"]
-    queries: list[str]
-    results: list[dict[str, Any]] | None | UnsetType = UNSET
-
-
-class ResponseFunctionToolCall(Struct, kw_only=True, tag_field="type", tag="function_call"):
-    """
-    A call to a function tool that the client runs.
-    """
-
-    type: ClassVar[Literal["function_call"]] = "function_call"
-    call_id: str
-    name: str
-    arguments: str
-    id: str | None | UnsetType = UNSET
-    status: Literal["in_progress", "completed", "incomplete"] | None | UnsetType = UNSET
-    namespace: str | None | UnsetType = UNSET
 
 
 class ResponseFunctionToolCallOutputItem(
-    Struct, kw_only=True, tag_field="type", tag="openai:function_call_output"
+    _shared._ResponseFunctionToolCallOutputItemFields,
+    tag_field="type",
+    tag="openai:function_call_output",
 ):
-    """
-    The output of a function call, as the client sent it back.
-    """
-
     type: ClassVar[Literal["openai:function_call_output"]] = "openai:function_call_output"
-    id: str
-    status: Literal["in_progress", "completed", "incomplete"]
-    output: Any
-    call_id: str | None | UnsetType = UNSET
 
 
 class ImageGenerationCall(
-    Struct, kw_only=True, tag_field="type", tag="openai:image_generation_call"
+    _shared._ImageGenerationCallFields, tag_field="type", tag="openai:image_generation_call"
 ):
-    """
-    An image generated by the server.
-    """
-
     type: ClassVar[Literal["openai:image_generation_call"]] = "openai:image_generation_call"
-    id: str
-    status: Literal["in_progress", "generating", "completed", "failed"]
-    result: str | None | UnsetType = UNSET
 
 
-class LocalShellCall(Struct, kw_only=True, tag_field="type", tag="openai:local_shell_call"):
-    """
-    A command for the client to run in its local shell.
-    """
-
+class LocalShellCall(
+    _shared._LocalShellCallFields, tag_field="type", tag="openai:local_shell_call"
+):
     type: ClassVar[Literal["openai:local_shell_call"]] = "openai:local_shell_call"
-    id: str
-    status: Literal["in_progress", "completed", "incomplete"]
-    call_id: str
-    action: dict[str, Any]
 
 
 class LocalShellCallOutput(
-    Struct, kw_only=True, tag_field="type", tag="openai:local_shell_call_output"
+    _shared._LocalShellCallOutputFields, tag_field="type", tag="openai:local_shell_call_output"
 ):
-    """
-    The output of a local shell command, as the client sent it back.
-    """
-
     type: ClassVar[Literal["openai:local_shell_call_output"]] = "openai:local_shell_call_output"
-    id: str
-    output: str
-    status: Literal["in_progress", "completed", "incomplete"] | None | UnsetType = UNSET
 
 
-class McpApprovalRequest(Struct, kw_only=True, tag_field="type", tag="openai:mcp_approval_request"):
-    """
-    A request for the client to approve an MCP tool call.
-    """
-
+class McpApprovalRequest(
+    _shared._McpApprovalRequestFields, tag_field="type", tag="openai:mcp_approval_request"
+):
     type: ClassVar[Literal["openai:mcp_approval_request"]] = "openai:mcp_approval_request"
-    id: str
-    server_label: str
-    name: str
-    arguments: str
-    status: Literal["in_progress", "completed", "incomplete"] | None | UnsetType = UNSET
 
 
 class McpApprovalResponse(
-    Struct, kw_only=True, tag_field="type", tag="openai:mcp_approval_response"
+    _shared._McpApprovalResponseFields, tag_field="type", tag="openai:mcp_approval_response"
 ):
-    """
-    The client's answer to an MCP approval request.
-    """
-
     type: ClassVar[Literal["openai:mcp_approval_response"]] = "openai:mcp_approval_response"
-    id: str
-    approval_request_id: str
-    approve: bool
-    status: Literal["in_progress", "completed", "incomplete"] | None | UnsetType = UNSET
-    reason: str | None | UnsetType = UNSET
 
 
-class McpCall(Struct, kw_only=True, tag_field="type", tag="openai:mcp_call"):
-    """
-    A call to a tool on an MCP server.
-    """
-
+class McpCall(_shared._McpCallFields, tag_field="type", tag="openai:mcp_call"):
     type: ClassVar[Literal["openai:mcp_call"]] = "openai:mcp_call"
-    id: str
-    server_label: str
-    name: str
-    arguments: str
-    status: (
-        Literal["in_progress", "completed", "incomplete", "calling", "failed"] | None | UnsetType
-    ) = UNSET
-    output: str | None | UnsetType = UNSET
-    error: dict[str, Any] | None | UnsetType = UNSET
 
 
-class McpListTools(Struct, kw_only=True, tag_field="type", tag="openai:mcp_list_tools"):
-    """
-    Lists the tools of an MCP server.
-    """
-
+class McpListTools(_shared._McpListToolsFields, tag_field="type", tag="openai:mcp_list_tools"):
     type: ClassVar[Literal["openai:mcp_list_tools"]] = "openai:mcp_list_tools"
-    id: str
-    server_label: str
-    tools: list[McpTool]
-    status: Literal["in_progress", "completed", "incomplete", "failed"] | None | UnsetType = UNSET
-    error: str | None | UnsetType = UNSET
 
 
-class Program(Struct, kw_only=True, tag_field="type", tag="openai:program"):
-    """
-    A program the model wrote for programmatic tool calling.
-    """
-
+class Program(_shared._ProgramFields, tag_field="type", tag="openai:program"):
     type: ClassVar[Literal["openai:program"]] = "openai:program"
-    id: str
-    call_id: str
-    code: str
-    fingerprint: str
-    status: Literal["in_progress", "completed", "incomplete"] | None | UnsetType = UNSET
 
 
-class ProgramOutput(Struct, kw_only=True, tag_field="type", tag="openai:program_output"):
-    """
-    The result of a program run.
-    """
-
+class ProgramOutput(_shared._ProgramOutputFields, tag_field="type", tag="openai:program_output"):
     type: ClassVar[Literal["openai:program_output"]] = "openai:program_output"
-    id: str
-    status: Literal["completed", "incomplete"]
-    call_id: str
-    result: str
 
 
 class ResponseFunctionShellToolCall(
-    Struct, kw_only=True, tag_field="type", tag="openai:shell_call"
+    _shared._ResponseFunctionShellToolCallFields, tag_field="type", tag="openai:shell_call"
 ):
-    """
-    Shell commands proposed by the model, with their streamed output.
-    """
-
     type: ClassVar[Literal["openai:shell_call"]] = "openai:shell_call"
-    id: str
-    status: Literal["in_progress", "completed", "incomplete"]
-    call_id: str
-    action: dict[str, Any]
 
 
 class ResponseFunctionShellToolCallOutput(
-    Struct, kw_only=True, tag_field="type", tag="openai:shell_call_output"
+    _shared._ResponseFunctionShellToolCallOutputFields,
+    tag_field="type",
+    tag="openai:shell_call_output",
 ):
-    """
-    The output of the commands of a shell call, streamed per command.
-    """
-
     type: ClassVar[Literal["openai:shell_call_output"]] = "openai:shell_call_output"
-    id: str
-    status: Literal["in_progress", "completed", "incomplete"]
-    call_id: str
-    output: list[dict[str, Any]]
-    max_output_length: int | None | UnsetType = UNSET
 
 
-class ResponseToolSearchCall(Struct, kw_only=True, tag_field="type", tag="openai:tool_search_call"):
-    """
-    A search for tools to load, run by the server or the client.
-    """
-
+class ResponseToolSearchCall(
+    _shared._ResponseToolSearchCallFields, tag_field="type", tag="openai:tool_search_call"
+):
     type: ClassVar[Literal["openai:tool_search_call"]] = "openai:tool_search_call"
-    id: str
-    status: Literal["in_progress", "completed", "incomplete"]
-    arguments: Any
-    execution: Literal["server", "client"]
-    call_id: str | None | UnsetType = UNSET
 
 
 class ResponseToolSearchOutputItem(
-    Struct, kw_only=True, tag_field="type", tag="openai:tool_search_output"
+    _shared._ResponseToolSearchOutputItemFields, tag_field="type", tag="openai:tool_search_output"
 ):
-    """
-    The tools that a tool search found.
-    """
-
     type: ClassVar[Literal["openai:tool_search_output"]] = "openai:tool_search_output"
-    id: str
-    status: Literal["in_progress", "completed", "incomplete"]
-    execution: Literal["server", "client"]
-    tools: list[dict[str, Any]]
-    call_id: str | None | UnsetType = UNSET
 
 
 class ResponseFunctionWebSearch(
-    Struct, kw_only=True, tag_field="type", tag="openai:web_search_call"
+    _shared._ResponseFunctionWebSearchFields, tag_field="type", tag="openai:web_search_call"
 ):
-    """
-    A web search run by the server.
-    """
-
     type: ClassVar[Literal["openai:web_search_call"]] = "openai:web_search_call"
-    id: str
-    status: Literal["in_progress", "searching", "completed", "incomplete", "failed"]
-    action: dict[str, Any] | None | UnsetType = UNSET
-
-
-ContentPart: TypeAlias = ResponseOutputText | ResponseOutputRefusal | ReasoningTextPart
-
-
-SummaryPart: TypeAlias = SummaryTextPart
 
 
 class ResponseErrorEvent(Struct, kw_only=True, tag_field="type", tag="error"):
@@ -501,637 +218,376 @@ class ResponseErrorEvent(Struct, kw_only=True, tag_field="type", tag="error"):
     error: ErrorPayload
 
 
-class ResponseContentPartAddedEvent(
-    Struct, kw_only=True, tag_field="type", tag="response.content_part.added"
-):
-    type: ClassVar[Literal["response.content_part.added"]] = "response.content_part.added"
-    sequence_number: int
-    item_id: str
-    output_index: int
-    content_index: int
-    part: ContentPart
-
-
-class ResponseContentPartDoneEvent(
-    Struct, kw_only=True, tag_field="type", tag="response.content_part.done"
-):
-    type: ClassVar[Literal["response.content_part.done"]] = "response.content_part.done"
-    sequence_number: int
-    item_id: str
-    output_index: int
-    content_index: int
-    part: ContentPart
-
-
-class ResponseTextDeltaEvent(
-    Struct, kw_only=True, tag_field="type", tag="response.output_text.delta"
-):
-    type: ClassVar[Literal["response.output_text.delta"]] = "response.output_text.delta"
-    sequence_number: int
-    item_id: str
-    output_index: int
-    content_index: int
-    delta: str
-    logprobs: list[Logprob] | UnsetType = UNSET
-
-
-class ResponseTextDoneEvent(
-    Struct, kw_only=True, tag_field="type", tag="response.output_text.done"
-):
-    type: ClassVar[Literal["response.output_text.done"]] = "response.output_text.done"
-    sequence_number: int
-    item_id: str
-    output_index: int
-    content_index: int
-    text: str
-    logprobs: list[Logprob] | UnsetType = UNSET
-
-
-class ResponseOutputTextAnnotationAddedEvent(
-    Struct, kw_only=True, tag_field="type", tag="response.output_text.annotation.added"
-):
-    type: ClassVar[Literal["response.output_text.annotation.added"]] = (
-        "response.output_text.annotation.added"
-    )
-    sequence_number: int
-    item_id: str
-    output_index: int
-    content_index: int
-    annotation_index: int
-    annotation: dict[str, Any] | None | UnsetType = UNSET
-
-
-class ResponseRefusalDeltaEvent(
-    Struct, kw_only=True, tag_field="type", tag="response.refusal.delta"
-):
-    type: ClassVar[Literal["response.refusal.delta"]] = "response.refusal.delta"
-    sequence_number: int
-    item_id: str
-    output_index: int
-    content_index: int
-    delta: str
-
-
-class ResponseRefusalDoneEvent(Struct, kw_only=True, tag_field="type", tag="response.refusal.done"):
-    type: ClassVar[Literal["response.refusal.done"]] = "response.refusal.done"
-    sequence_number: int
-    item_id: str
-    output_index: int
-    content_index: int
-    refusal: str
-
-
 class ResponseReasoningTextDeltaEvent(
-    Struct, kw_only=True, tag_field="type", tag="response.reasoning.delta"
+    _shared._ResponseReasoningTextDeltaEventFields, tag_field="type", tag="response.reasoning.delta"
 ):
     type: ClassVar[Literal["response.reasoning.delta"]] = "response.reasoning.delta"
-    sequence_number: int
-    item_id: str
-    output_index: int
-    content_index: int
-    delta: str
 
 
 class ResponseReasoningTextDoneEvent(
-    Struct, kw_only=True, tag_field="type", tag="response.reasoning.done"
+    _shared._ResponseReasoningTextDoneEventFields, tag_field="type", tag="response.reasoning.done"
 ):
     type: ClassVar[Literal["response.reasoning.done"]] = "response.reasoning.done"
-    sequence_number: int
-    item_id: str
-    output_index: int
-    content_index: int
-    text: str
-
-
-class ResponseReasoningSummaryPartAddedEvent(
-    Struct, kw_only=True, tag_field="type", tag="response.reasoning_summary_part.added"
-):
-    type: ClassVar[Literal["response.reasoning_summary_part.added"]] = (
-        "response.reasoning_summary_part.added"
-    )
-    sequence_number: int
-    item_id: str
-    output_index: int
-    summary_index: int
-    part: SummaryPart
-
-
-class ResponseReasoningSummaryPartDoneEvent(
-    Struct, kw_only=True, tag_field="type", tag="response.reasoning_summary_part.done"
-):
-    type: ClassVar[Literal["response.reasoning_summary_part.done"]] = (
-        "response.reasoning_summary_part.done"
-    )
-    sequence_number: int
-    item_id: str
-    output_index: int
-    summary_index: int
-    part: SummaryPart
-
-
-class ResponseReasoningSummaryTextDeltaEvent(
-    Struct, kw_only=True, tag_field="type", tag="response.reasoning_summary_text.delta"
-):
-    type: ClassVar[Literal["response.reasoning_summary_text.delta"]] = (
-        "response.reasoning_summary_text.delta"
-    )
-    sequence_number: int
-    item_id: str
-    output_index: int
-    summary_index: int
-    delta: str
-
-
-class ResponseReasoningSummaryTextDoneEvent(
-    Struct, kw_only=True, tag_field="type", tag="response.reasoning_summary_text.done"
-):
-    type: ClassVar[Literal["response.reasoning_summary_text.done"]] = (
-        "response.reasoning_summary_text.done"
-    )
-    sequence_number: int
-    item_id: str
-    output_index: int
-    summary_index: int
-    text: str
-
-
-class ResponseFunctionCallArgumentsDeltaEvent(
-    Struct, kw_only=True, tag_field="type", tag="response.function_call_arguments.delta"
-):
-    type: ClassVar[Literal["response.function_call_arguments.delta"]] = (
-        "response.function_call_arguments.delta"
-    )
-    sequence_number: int
-    item_id: str
-    output_index: int
-    delta: str
-
-
-class ResponseFunctionCallArgumentsDoneEvent(
-    Struct, kw_only=True, tag_field="type", tag="response.function_call_arguments.done"
-):
-    type: ClassVar[Literal["response.function_call_arguments.done"]] = (
-        "response.function_call_arguments.done"
-    )
-    sequence_number: int
-    item_id: str
-    output_index: int
-    arguments: str
 
 
 class ResponseCustomToolCallInputDeltaEvent(
-    Struct, kw_only=True, tag_field="type", tag="openai:response.custom_tool_call_input.delta"
+    _shared._ResponseCustomToolCallInputDeltaEventFields,
+    tag_field="type",
+    tag="openai:response.custom_tool_call_input.delta",
 ):
     type: ClassVar[Literal["openai:response.custom_tool_call_input.delta"]] = (
         "openai:response.custom_tool_call_input.delta"
     )
-    sequence_number: int
-    item_id: str
-    output_index: int
-    delta: str
 
 
 class ResponseCustomToolCallInputDoneEvent(
-    Struct, kw_only=True, tag_field="type", tag="openai:response.custom_tool_call_input.done"
+    _shared._ResponseCustomToolCallInputDoneEventFields,
+    tag_field="type",
+    tag="openai:response.custom_tool_call_input.done",
 ):
     type: ClassVar[Literal["openai:response.custom_tool_call_input.done"]] = (
         "openai:response.custom_tool_call_input.done"
     )
-    sequence_number: int
-    item_id: str
-    output_index: int
-    input: str
 
 
 class ResponseMcpCallInProgressEvent(
-    Struct, kw_only=True, tag_field="type", tag="openai:response.mcp_call.in_progress"
+    _shared._ResponseMcpCallInProgressEventFields,
+    tag_field="type",
+    tag="openai:response.mcp_call.in_progress",
 ):
     type: ClassVar[Literal["openai:response.mcp_call.in_progress"]] = (
         "openai:response.mcp_call.in_progress"
     )
-    sequence_number: int
-    item_id: str
-    output_index: int
 
 
 class ResponseMcpCallArgumentsDeltaEvent(
-    Struct, kw_only=True, tag_field="type", tag="openai:response.mcp_call_arguments.delta"
+    _shared._ResponseMcpCallArgumentsDeltaEventFields,
+    tag_field="type",
+    tag="openai:response.mcp_call_arguments.delta",
 ):
     type: ClassVar[Literal["openai:response.mcp_call_arguments.delta"]] = (
         "openai:response.mcp_call_arguments.delta"
     )
-    sequence_number: int
-    item_id: str
-    output_index: int
-    delta: str
 
 
 class ResponseMcpCallArgumentsDoneEvent(
-    Struct, kw_only=True, tag_field="type", tag="openai:response.mcp_call_arguments.done"
+    _shared._ResponseMcpCallArgumentsDoneEventFields,
+    tag_field="type",
+    tag="openai:response.mcp_call_arguments.done",
 ):
     type: ClassVar[Literal["openai:response.mcp_call_arguments.done"]] = (
         "openai:response.mcp_call_arguments.done"
     )
-    sequence_number: int
-    item_id: str
-    output_index: int
-    arguments: str
 
 
 class ResponseMcpCallCompletedEvent(
-    Struct, kw_only=True, tag_field="type", tag="openai:response.mcp_call.completed"
+    _shared._ResponseMcpCallCompletedEventFields,
+    tag_field="type",
+    tag="openai:response.mcp_call.completed",
 ):
     type: ClassVar[Literal["openai:response.mcp_call.completed"]] = (
         "openai:response.mcp_call.completed"
     )
-    sequence_number: int
-    item_id: str
-    output_index: int
 
 
 class ResponseMcpCallFailedEvent(
-    Struct, kw_only=True, tag_field="type", tag="openai:response.mcp_call.failed"
+    _shared._ResponseMcpCallFailedEventFields,
+    tag_field="type",
+    tag="openai:response.mcp_call.failed",
 ):
     type: ClassVar[Literal["openai:response.mcp_call.failed"]] = "openai:response.mcp_call.failed"
-    sequence_number: int
-    item_id: str
-    output_index: int
 
 
 class ResponseMcpListToolsInProgressEvent(
-    Struct, kw_only=True, tag_field="type", tag="openai:response.mcp_list_tools.in_progress"
+    _shared._ResponseMcpListToolsInProgressEventFields,
+    tag_field="type",
+    tag="openai:response.mcp_list_tools.in_progress",
 ):
     type: ClassVar[Literal["openai:response.mcp_list_tools.in_progress"]] = (
         "openai:response.mcp_list_tools.in_progress"
     )
-    sequence_number: int
-    item_id: str
-    output_index: int
 
 
 class ResponseMcpListToolsCompletedEvent(
-    Struct, kw_only=True, tag_field="type", tag="openai:response.mcp_list_tools.completed"
+    _shared._ResponseMcpListToolsCompletedEventFields,
+    tag_field="type",
+    tag="openai:response.mcp_list_tools.completed",
 ):
     type: ClassVar[Literal["openai:response.mcp_list_tools.completed"]] = (
         "openai:response.mcp_list_tools.completed"
     )
-    sequence_number: int
-    item_id: str
-    output_index: int
 
 
 class ResponseMcpListToolsFailedEvent(
-    Struct, kw_only=True, tag_field="type", tag="openai:response.mcp_list_tools.failed"
+    _shared._ResponseMcpListToolsFailedEventFields,
+    tag_field="type",
+    tag="openai:response.mcp_list_tools.failed",
 ):
     type: ClassVar[Literal["openai:response.mcp_list_tools.failed"]] = (
         "openai:response.mcp_list_tools.failed"
     )
-    sequence_number: int
-    item_id: str
-    output_index: int
 
 
 class ResponseCodeInterpreterCallInProgressEvent(
-    Struct, kw_only=True, tag_field="type", tag="openai:response.code_interpreter_call.in_progress"
+    _shared._ResponseCodeInterpreterCallInProgressEventFields,
+    tag_field="type",
+    tag="openai:response.code_interpreter_call.in_progress",
 ):
     type: ClassVar[Literal["openai:response.code_interpreter_call.in_progress"]] = (
         "openai:response.code_interpreter_call.in_progress"
     )
-    sequence_number: int
-    item_id: str
-    output_index: int
 
 
 class ResponseCodeInterpreterCallCodeDeltaEvent(
-    Struct, kw_only=True, tag_field="type", tag="openai:response.code_interpreter_call_code.delta"
+    _shared._ResponseCodeInterpreterCallCodeDeltaEventFields,
+    tag_field="type",
+    tag="openai:response.code_interpreter_call_code.delta",
 ):
     type: ClassVar[Literal["openai:response.code_interpreter_call_code.delta"]] = (
         "openai:response.code_interpreter_call_code.delta"
     )
-    sequence_number: int
-    item_id: str
-    output_index: int
-    delta: str
 
 
 class ResponseCodeInterpreterCallCodeDoneEvent(
-    Struct, kw_only=True, tag_field="type", tag="openai:response.code_interpreter_call_code.done"
+    _shared._ResponseCodeInterpreterCallCodeDoneEventFields,
+    tag_field="type",
+    tag="openai:response.code_interpreter_call_code.done",
 ):
     type: ClassVar[Literal["openai:response.code_interpreter_call_code.done"]] = (
         "openai:response.code_interpreter_call_code.done"
     )
-    sequence_number: int
-    item_id: str
-    output_index: int
-    code: str
 
 
 class ResponseCodeInterpreterCallInterpretingEvent(
-    Struct, kw_only=True, tag_field="type", tag="openai:response.code_interpreter_call.interpreting"
+    _shared._ResponseCodeInterpreterCallInterpretingEventFields,
+    tag_field="type",
+    tag="openai:response.code_interpreter_call.interpreting",
 ):
     type: ClassVar[Literal["openai:response.code_interpreter_call.interpreting"]] = (
         "openai:response.code_interpreter_call.interpreting"
     )
-    sequence_number: int
-    item_id: str
-    output_index: int
 
 
 class ResponseCodeInterpreterCallCompletedEvent(
-    Struct, kw_only=True, tag_field="type", tag="openai:response.code_interpreter_call.completed"
+    _shared._ResponseCodeInterpreterCallCompletedEventFields,
+    tag_field="type",
+    tag="openai:response.code_interpreter_call.completed",
 ):
     type: ClassVar[Literal["openai:response.code_interpreter_call.completed"]] = (
         "openai:response.code_interpreter_call.completed"
     )
-    sequence_number: int
-    item_id: str
-    output_index: int
 
 
 class ResponseWebSearchCallInProgressEvent(
-    Struct, kw_only=True, tag_field="type", tag="openai:response.web_search_call.in_progress"
+    _shared._ResponseWebSearchCallInProgressEventFields,
+    tag_field="type",
+    tag="openai:response.web_search_call.in_progress",
 ):
     type: ClassVar[Literal["openai:response.web_search_call.in_progress"]] = (
         "openai:response.web_search_call.in_progress"
     )
-    sequence_number: int
-    item_id: str
-    output_index: int
 
 
 class ResponseWebSearchCallSearchingEvent(
-    Struct, kw_only=True, tag_field="type", tag="openai:response.web_search_call.searching"
+    _shared._ResponseWebSearchCallSearchingEventFields,
+    tag_field="type",
+    tag="openai:response.web_search_call.searching",
 ):
     type: ClassVar[Literal["openai:response.web_search_call.searching"]] = (
         "openai:response.web_search_call.searching"
     )
-    sequence_number: int
-    item_id: str
-    output_index: int
 
 
 class ResponseWebSearchCallCompletedEvent(
-    Struct, kw_only=True, tag_field="type", tag="openai:response.web_search_call.completed"
+    _shared._ResponseWebSearchCallCompletedEventFields,
+    tag_field="type",
+    tag="openai:response.web_search_call.completed",
 ):
     type: ClassVar[Literal["openai:response.web_search_call.completed"]] = (
         "openai:response.web_search_call.completed"
     )
-    sequence_number: int
-    item_id: str
-    output_index: int
 
 
 class ResponseFileSearchCallInProgressEvent(
-    Struct, kw_only=True, tag_field="type", tag="openai:response.file_search_call.in_progress"
+    _shared._ResponseFileSearchCallInProgressEventFields,
+    tag_field="type",
+    tag="openai:response.file_search_call.in_progress",
 ):
     type: ClassVar[Literal["openai:response.file_search_call.in_progress"]] = (
         "openai:response.file_search_call.in_progress"
     )
-    sequence_number: int
-    item_id: str
-    output_index: int
 
 
 class ResponseFileSearchCallSearchingEvent(
-    Struct, kw_only=True, tag_field="type", tag="openai:response.file_search_call.searching"
+    _shared._ResponseFileSearchCallSearchingEventFields,
+    tag_field="type",
+    tag="openai:response.file_search_call.searching",
 ):
     type: ClassVar[Literal["openai:response.file_search_call.searching"]] = (
         "openai:response.file_search_call.searching"
     )
-    sequence_number: int
-    item_id: str
-    output_index: int
 
 
 class ResponseFileSearchCallCompletedEvent(
-    Struct, kw_only=True, tag_field="type", tag="openai:response.file_search_call.completed"
+    _shared._ResponseFileSearchCallCompletedEventFields,
+    tag_field="type",
+    tag="openai:response.file_search_call.completed",
 ):
     type: ClassVar[Literal["openai:response.file_search_call.completed"]] = (
         "openai:response.file_search_call.completed"
     )
-    sequence_number: int
-    item_id: str
-    output_index: int
 
 
 class ResponseImageGenCallInProgressEvent(
-    Struct, kw_only=True, tag_field="type", tag="openai:response.image_generation_call.in_progress"
+    _shared._ResponseImageGenCallInProgressEventFields,
+    tag_field="type",
+    tag="openai:response.image_generation_call.in_progress",
 ):
     type: ClassVar[Literal["openai:response.image_generation_call.in_progress"]] = (
         "openai:response.image_generation_call.in_progress"
     )
-    sequence_number: int
-    item_id: str
-    output_index: int
 
 
 class ResponseImageGenCallGeneratingEvent(
-    Struct, kw_only=True, tag_field="type", tag="openai:response.image_generation_call.generating"
+    _shared._ResponseImageGenCallGeneratingEventFields,
+    tag_field="type",
+    tag="openai:response.image_generation_call.generating",
 ):
     type: ClassVar[Literal["openai:response.image_generation_call.generating"]] = (
         "openai:response.image_generation_call.generating"
     )
-    sequence_number: int
-    item_id: str
-    output_index: int
 
 
 class ResponseImageGenCallPartialImageEvent(
-    Struct,
-    kw_only=True,
+    _shared._ResponseImageGenCallPartialImageEventFields,
     tag_field="type",
     tag="openai:response.image_generation_call.partial_image",
 ):
     type: ClassVar[Literal["openai:response.image_generation_call.partial_image"]] = (
         "openai:response.image_generation_call.partial_image"
     )
-    sequence_number: int
-    item_id: str
-    output_index: int
-    partial_image_index: int
-    partial_image_b64: str
 
 
 class ResponseImageGenCallCompletedEvent(
-    Struct, kw_only=True, tag_field="type", tag="openai:response.image_generation_call.completed"
+    _shared._ResponseImageGenCallCompletedEventFields,
+    tag_field="type",
+    tag="openai:response.image_generation_call.completed",
 ):
     type: ClassVar[Literal["openai:response.image_generation_call.completed"]] = (
         "openai:response.image_generation_call.completed"
     )
-    sequence_number: int
-    item_id: str
-    output_index: int
 
 
 class ResponseCompactionCompactingEvent(
-    Struct, kw_only=True, tag_field="type", tag="openai:response.compaction.compacting"
+    _shared._ResponseCompactionCompactingEventFields,
+    tag_field="type",
+    tag="openai:response.compaction.compacting",
 ):
     type: ClassVar[Literal["openai:response.compaction.compacting"]] = (
         "openai:response.compaction.compacting"
     )
-    sequence_number: int
-    item_id: str
-    output_index: int
 
 
 class ResponseShellCallCommandAddedEvent(
-    Struct, kw_only=True, tag_field="type", tag="openai:response.shell_call_command.added"
+    _shared._ResponseShellCallCommandAddedEventFields,
+    tag_field="type",
+    tag="openai:response.shell_call_command.added",
 ):
     type: ClassVar[Literal["openai:response.shell_call_command.added"]] = (
         "openai:response.shell_call_command.added"
     )
-    sequence_number: int
-    output_index: int
-    command_index: int
-    command: str
 
 
 class ResponseShellCallCommandDeltaEvent(
-    Struct, kw_only=True, tag_field="type", tag="openai:response.shell_call_command.delta"
+    _shared._ResponseShellCallCommandDeltaEventFields,
+    tag_field="type",
+    tag="openai:response.shell_call_command.delta",
 ):
     type: ClassVar[Literal["openai:response.shell_call_command.delta"]] = (
         "openai:response.shell_call_command.delta"
     )
-    sequence_number: int
-    output_index: int
-    command_index: int
-    delta: str
 
 
 class ResponseShellCallCommandDoneEvent(
-    Struct, kw_only=True, tag_field="type", tag="openai:response.shell_call_command.done"
+    _shared._ResponseShellCallCommandDoneEventFields,
+    tag_field="type",
+    tag="openai:response.shell_call_command.done",
 ):
     type: ClassVar[Literal["openai:response.shell_call_command.done"]] = (
         "openai:response.shell_call_command.done"
     )
-    sequence_number: int
-    output_index: int
-    command_index: int
-    command: str
 
 
 class ResponseShellCallOutputContentDeltaEvent(
-    Struct, kw_only=True, tag_field="type", tag="openai:response.shell_call_output_content.delta"
+    _shared._ResponseShellCallOutputContentDeltaEventFields,
+    tag_field="type",
+    tag="openai:response.shell_call_output_content.delta",
 ):
     type: ClassVar[Literal["openai:response.shell_call_output_content.delta"]] = (
         "openai:response.shell_call_output_content.delta"
     )
-    sequence_number: int
-    item_id: str
-    output_index: int
-    command_index: int
-    delta: ShellOutputDelta
 
 
 class ResponseShellCallOutputContentDoneEvent(
-    Struct, kw_only=True, tag_field="type", tag="openai:response.shell_call_output_content.done"
+    _shared._ResponseShellCallOutputContentDoneEventFields,
+    tag_field="type",
+    tag="openai:response.shell_call_output_content.done",
 ):
     type: ClassVar[Literal["openai:response.shell_call_output_content.done"]] = (
         "openai:response.shell_call_output_content.done"
     )
-    sequence_number: int
-    item_id: str
-    output_index: int
-    command_index: int
-    output: list[dict[str, Any]]
 
 
 class ResponseAudioDeltaEvent(
-    Struct, kw_only=True, tag_field="type", tag="openai:response.audio.delta"
+    _shared._ResponseAudioDeltaEventFields, tag_field="type", tag="openai:response.audio.delta"
 ):
     type: ClassVar[Literal["openai:response.audio.delta"]] = "openai:response.audio.delta"
-    sequence_number: int
-    delta: str
 
 
 class ResponseAudioDoneEvent(
-    Struct, kw_only=True, tag_field="type", tag="openai:response.audio.done"
+    _shared._ResponseAudioDoneEventFields, tag_field="type", tag="openai:response.audio.done"
 ):
     type: ClassVar[Literal["openai:response.audio.done"]] = "openai:response.audio.done"
-    sequence_number: int
 
 
 class ResponseAudioTranscriptDeltaEvent(
-    Struct, kw_only=True, tag_field="type", tag="openai:response.audio.transcript.delta"
+    _shared._ResponseAudioTranscriptDeltaEventFields,
+    tag_field="type",
+    tag="openai:response.audio.transcript.delta",
 ):
     type: ClassVar[Literal["openai:response.audio.transcript.delta"]] = (
         "openai:response.audio.transcript.delta"
     )
-    sequence_number: int
-    delta: str
 
 
 class ResponseAudioTranscriptDoneEvent(
-    Struct, kw_only=True, tag_field="type", tag="openai:response.audio.transcript.done"
+    _shared._ResponseAudioTranscriptDoneEventFields,
+    tag_field="type",
+    tag="openai:response.audio.transcript.done",
 ):
     type: ClassVar[Literal["openai:response.audio.transcript.done"]] = (
         "openai:response.audio.transcript.done"
     )
-    sequence_number: int
 
 
 class ResponseApplyPatchCallOperationDiffDeltaEvent(
-    Struct,
-    kw_only=True,
+    _shared._ResponseApplyPatchCallOperationDiffDeltaEventFields,
     tag_field="type",
     tag="openai:response.apply_patch_call_operation_diff.delta",
 ):
-    """
-    A piece of the diff of an apply_patch_call's operation.
-    """
-
     type: ClassVar[Literal["openai:response.apply_patch_call_operation_diff.delta"]] = (
         "openai:response.apply_patch_call_operation_diff.delta"
     )
-    sequence_number: int
-    item_id: str
-    output_index: int
-    delta: str
 
 
 class ResponseApplyPatchCallOperationDiffDoneEvent(
-    Struct,
-    kw_only=True,
+    _shared._ResponseApplyPatchCallOperationDiffDoneEventFields,
     tag_field="type",
     tag="openai:response.apply_patch_call_operation_diff.done",
 ):
-    """
-    The whole diff of an apply_patch_call's operation.
-    """
-
     type: ClassVar[Literal["openai:response.apply_patch_call_operation_diff.done"]] = (
         "openai:response.apply_patch_call_operation_diff.done"
     )
-    sequence_number: int
-    item_id: str
-    output_index: int
-    diff: str
-
-
-class ResponseOutputMessage(Struct, kw_only=True, tag_field="type", tag="message"):
-    """
-    An assistant message made of output_text and refusal parts.
-    """
-
-    type: ClassVar[Literal["message"]] = "message"
-    id: str
-    status: Literal["in_progress", "completed", "incomplete"]
-    role: Literal["assistant"]
-    content: list[ContentPart]
-    phase: Literal["commentary", "final_answer"] | None | UnsetType = UNSET
-
-
-class ResponseReasoningItem(Struct, kw_only=True, tag_field="type", tag="reasoning"):
-    """
-    The model's reasoning, as summaries and as a raw trace.
-    """
-
-    type: ClassVar[Literal["reasoning"]] = "reasoning"
-    id: str
-    summary: list[SummaryPart]
-    status: Literal["in_progress", "completed", "incomplete"] | None | UnsetType = UNSET
-    content: list[ContentPart] | None | UnsetType = UNSET
-    encrypted_content: str | None | UnsetType = UNSET
 
 
 Item: TypeAlias = (
@@ -1202,101 +658,40 @@ Payload: TypeAlias = (
 )
 
 
-class Response(Struct, kw_only=True):
-    """
-    The Response snapshot.
-    """
-
-    id: str
-    object: Literal["response"]
-    created_at: int
-    model: str
-    output: list[Item]
-    tools: list[dict[str, Any]]
-    tool_choice: Any
-    parallel_tool_calls: bool
-    completed_at: int | None | UnsetType = UNSET
-    status: (
-        Literal["queued", "in_progress", "completed", "incomplete", "failed", "cancelled"]
-        | None
-        | UnsetType
-    ) = UNSET
-    incomplete_details: IncompleteDetails | None | UnsetType = UNSET
-    previous_response_id: str | None | UnsetType = UNSET
-    instructions: str | None | UnsetType = UNSET
-    error: ResponseError | None | UnsetType = UNSET
-    truncation: Literal["auto", "disabled"] | None | UnsetType = UNSET
-    text: dict[str, Any] | None | UnsetType = UNSET
-    top_p: float | None | UnsetType = UNSET
-    presence_penalty: float | None | UnsetType = UNSET
-    frequency_penalty: float | None | UnsetType = UNSET
-    top_logprobs: int | None | UnsetType = UNSET
-    temperature: float | None | UnsetType = UNSET
-    reasoning: dict[str, Any] | None | UnsetType = UNSET
-    usage: Usage | None | UnsetType = UNSET
-    max_output_tokens: int | None | UnsetType = UNSET
-    max_tool_calls: int | None | UnsetType = UNSET
-    store: bool | None | UnsetType = UNSET
-    background: bool | None | UnsetType = UNSET
-    service_tier: str | None | UnsetType = UNSET
-    metadata: dict[str, Any] | None | UnsetType = UNSET
-    safety_identifier: str | None | UnsetType = UNSET
-    prompt_cache_key: str | None | UnsetType = UNSET
-    user: str | None | UnsetType = UNSET
+class Response(_shared._ResponseOf[Item]):
+    pass
 
 
-class ResponseQueuedEvent(Struct, kw_only=True, tag_field="type", tag="response.queued"):
-    type: ClassVar[Literal["response.queued"]] = "response.queued"
-    sequence_number: int
-    response: Response
+class ResponseQueuedEvent(_shared._ResponseQueuedEventOf[Response]):
+    pass
 
 
-class ResponseCreatedEvent(Struct, kw_only=True, tag_field="type", tag="response.created"):
-    type: ClassVar[Literal["response.created"]] = "response.created"
-    sequence_number: int
-    response: Response
+class ResponseCreatedEvent(_shared._ResponseCreatedEventOf[Response]):
+    pass
 
 
-class ResponseInProgressEvent(Struct, kw_only=True, tag_field="type", tag="response.in_progress"):
-    type: ClassVar[Literal["response.in_progress"]] = "response.in_progress"
-    sequence_number: int
-    response: Response
+class ResponseInProgressEvent(_shared._ResponseInProgressEventOf[Response]):
+    pass
 
 
-class ResponseCompletedEvent(Struct, kw_only=True, tag_field="type", tag="response.completed"):
-    type: ClassVar[Literal["response.completed"]] = "response.completed"
-    sequence_number: int
-    response: Response
+class ResponseCompletedEvent(_shared._ResponseCompletedEventOf[Response]):
+    pass
 
 
-class ResponseIncompleteEvent(Struct, kw_only=True, tag_field="type", tag="response.incomplete"):
-    type: ClassVar[Literal["response.incomplete"]] = "response.incomplete"
-    sequence_number: int
-    response: Response
+class ResponseIncompleteEvent(_shared._ResponseIncompleteEventOf[Response]):
+    pass
 
 
-class ResponseFailedEvent(Struct, kw_only=True, tag_field="type", tag="response.failed"):
-    type: ClassVar[Literal["response.failed"]] = "response.failed"
-    sequence_number: int
-    response: Response
+class ResponseFailedEvent(_shared._ResponseFailedEventOf[Response]):
+    pass
 
 
-class ResponseOutputItemAddedEvent(
-    Struct, kw_only=True, tag_field="type", tag="response.output_item.added"
-):
-    type: ClassVar[Literal["response.output_item.added"]] = "response.output_item.added"
-    sequence_number: int
-    output_index: int
-    item: Item
+class ResponseOutputItemAddedEvent(_shared._ResponseOutputItemAddedEventOf[Item]):
+    pass
 
 
-class ResponseOutputItemDoneEvent(
-    Struct, kw_only=True, tag_field="type", tag="response.output_item.done"
-):
-    type: ClassVar[Literal["response.output_item.done"]] = "response.output_item.done"
-    sequence_number: int
-    output_index: int
-    item: Item
+class ResponseOutputItemDoneEvent(_shared._ResponseOutputItemDoneEventOf[Item]):
+    pass
 
 
 Event: TypeAlias = (
