@@ -182,7 +182,10 @@ def share(
     assert not clash, f"reshaped both ways: {sorted(clash)}"
     return (
         _shared_module(preamble, catalogue, shared, retag, params),
-        {d: _dialect_module(module, parsed[d], plans[d], params) for d in dialect_sources},
+        {
+            d: _dialect_module(module, parsed[d], plans[d], params, set(catalogue))
+            for d in dialect_sources
+        },
     )
 
 
@@ -244,11 +247,15 @@ def _dialect_module(
     parsed: tuple[str, dict[str, _Def]],
     plan: _Plan,
     params: dict[str, list[str]],
+    catalogue: set[str],
 ) -> str:
     preamble, mine = parsed
     out = [preamble.rstrip("\n") + "\n", f"from .._shared import {module} as _shared\n"]
-    # one import a line: the names this dialect takes as they are, re-exported
-    out += [f"from .._shared.{module} import {n} as {n}\n" for n in mine if n in plan.shared]
+    if not plan.retag and not plan.generic and not set(plan.own) & catalogue:
+        # the dialect spells every class as the catalogue does: it takes them all
+        out.append(f"from .._shared.{module} import *  # noqa: F403\n")
+    else:  # one import a line: the names this dialect takes as they are, re-exported
+        out += [f"from .._shared.{module} import {n} as {n}\n" for n in mine if n in plan.shared]
     out.append("\n\n")
     for name, d in mine.items():
         node = d.node
