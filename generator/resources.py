@@ -65,11 +65,6 @@ def hand_written() -> dict[str, bytes]:
     return out
 
 
-def is_hand_written(rel: str) -> bool:
-    """Whether the output path ``rel`` is one of the hand-written files."""
-    return any(rel == p or rel.startswith(p + "/") for p in HAND_WRITTEN)
-
-
 @functools.cache
 def runtime_constant(module: str, name: str) -> object:
     """A literal constant of a runtime module (read from its source, never imported)."""

@@ -78,7 +78,7 @@ class Method:
     def binds(self) -> bool:
         """Whether its code reads the dialect's binding (``b``)."""
         code = [*self.prelude, *self.body, *self.emits, self.signature]
-        return any(_BINDS.search(c) for c in code)
+        return any(reads_binding(c) for c in code)
 
     @property
     def sse_binds(self) -> bool:
@@ -86,7 +86,7 @@ class Method:
         frame = self.frame
         code = [*self.prelude, *self.body, self.signature]
         code += [frame.head, frame.fixed, frame.pieces] if frame else [self.prefix, *self.emits]
-        return any(_BINDS.search(c) for c in code)
+        return any(reads_binding(c) for c in code)
 
 
 @dataclass
@@ -128,7 +128,6 @@ class ItemView:
     events: list[str]
     framed: bool = False  # a method has a Frame: the emitter keeps its bytes
     annot: str = ""  # the annotation of its snapshot
-    snapshot_binds: bool = False  # its snapshot reads the dialect's binding
     typevars: list[str] = field(default_factory=list)  # its type parameters
 
     @property
@@ -152,7 +151,6 @@ class EnvelopeView:
     initial: str
     snapshot: str
     annot: str = ""  # the annotation of the Response snapshot
-    snapshot_binds: bool = False
     hooks: list[Hook] = field(default_factory=list)
 
 
@@ -165,7 +163,11 @@ class Hook:
     params: list[tuple[str, str]]  # (name, annotation)
     returns: str
     expr: str
-    binds: bool
+
+    @property
+    def binds(self) -> bool:
+        """Whether its expression reads the dialect's binding."""
+        return reads_binding(self.expr)
 
 
 @dataclass(frozen=True)
@@ -187,22 +189,21 @@ class Naming:
 class DialectView:
     name: str
     doc: str
-    done_sentinel: bool
-    echo_tools: str
     items: list[ItemView]
     envelope: EnvelopeView
-    event_types: list[tuple[str, str, str]]  # (catalogue name, class, wire type)
-    standard_events: list[str]
-    extension_events: list[str]
     constants: list[tuple[str, str]] = field(default_factory=list)
     typing_names: list[str] = field(default_factory=list)  # what the emitters import
     heads: list[tuple[str, str]] = field(default_factory=list)  # Frame heads: name, text
     bound_models: list[str] = field(default_factory=list)  # the binding's model classes
     bound_wire: list[tuple[str, str, str]] = field(default_factory=list)  # (field, kind, event)
     aliases: list[tuple[str, str]] = field(default_factory=list)  # (dialect, its models' alias)
-    typevars: list[str] = field(default_factory=list)  # the ResponseEmitter's, in order
     respelled: list[str] = field(default_factory=list)  # dialects not spelled as the catalogue
     prefixes: list[tuple[str, str]] = field(default_factory=list)  # (constant, wire): shared ones
+
+    @property
+    def typevars(self) -> list[str]:
+        """The ResponseEmitter's type parameters: one per class the binding holds."""
+        return [f"_T_{cls}" for cls in self.bound_models]
 
 
 class _Ctx:
@@ -370,6 +371,11 @@ _ADDRESS_EXPR = {
 
 
 _BINDS = re.compile(r"(?<![\w.])b\.")
+
+
+def reads_binding(code: str) -> bool:
+    """Whether a piece of generated code reads the dialect's binding (``b``)."""
+    return bool(_BINDS.search(code))
 
 
 def _params(signature: str) -> list[tuple[str, str]]:
@@ -621,7 +627,6 @@ class DialectViews:
             events=item.events,
             framed=any(m.frame for m in methods),
             annot=self.annot(cls),
-            snapshot_binds=bool(_BINDS.search(snapshot)),
             typevars=sorted(self.typevars),
         )
 
@@ -684,28 +689,20 @@ class DialectViews:
             initial=self.cat.envelope.initial,
             snapshot=self.model("Response"),
             annot=self.annot("Response"),
-            snapshot_binds="Response" in self.naming.varying,
         )
 
     def build(self) -> DialectView:
         items = [self.item(i) for i in self.cat.items.values()]
         env = self.envelope()
-        events = [(name, ev.cls, self.d.event_type(name)) for name, ev in self.cat.events.items()]
         return DialectView(
             name=self.d.name,
             doc=self.d.doc,
-            done_sentinel=self.d.done_sentinel,
-            echo_tools=self.d.echo_tools,
             items=items,
             envelope=env,
-            event_types=events,
-            standard_events=sorted(n for n in self.cat.events if self.d.is_standard_event(n)),
-            extension_events=sorted(n for n in self.cat.events if not self.d.is_standard_event(n)),
             constants=sorted(self.constants.items()),
             typing_names=sorted(self.typing_names),
             heads=sorted(self.heads.items()),
             bound_models=sorted(self.bound_models),
-            typevars=[f"_T_{cls}" for cls in sorted(self.bound_models)],
             respelled=list(self.naming.respelled),
             bound_wire=sorted((f, k, e) for f, (k, e) in self.bound_wire.items()),
             aliases=[(d, _alias(d)) for d in self.naming.dialects],
@@ -777,16 +774,14 @@ def emitter_views(
             every = [expr, *spelled.values()]
             used = [(n, a) for n, a in meth.params if any(re.search(rf"\b{n}\b", e) for e in every)]
             cls = cat.events[meth.events[k]].cls
-            hook = Hook(
-                f"_emit_{meth.name}_{k}", used, maker.annot(cls), expr, bool(_BINDS.search(expr))
-            )
+            hook = Hook(f"_emit_{meth.name}_{k}", used, maker.annot(cls), expr)
             call = f"self.{hook.name}({', '.join(n for n, _ in used)})"
             base.envelope.hooks.append(hook)
             for name, view in own.items():
                 view.envelope.methods[i].emits[k] = call
-                if spelled[name] != expr:
-                    e = spelled[name]
-                    mine = f"models.{cls}"  # the dialect module's own class
-                    hooks[name].append(Hook(hook.name, used, mine, e, bool(_BINDS.search(e))))
+                if spelled[name] != expr:  # returns the dialect module's own class
+                    hooks[name].append(Hook(hook.name, used, f"models.{cls}", spelled[name]))
             meth.emits[k] = call
+    for view in own.values():  # every dialect's emitters module has the same hook methods
+        view.envelope.hooks = base.envelope.hooks
     return base, own, hooks
