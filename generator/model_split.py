@@ -19,6 +19,7 @@ the shared module and, per dialect, a module of what that dialect changes:
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from dataclasses import dataclass
 
@@ -31,7 +32,7 @@ class _Def:
     node: ast.stmt
     lines: list[str]  # the module's lines, for slicing out this definition's parts
 
-    @property
+    @functools.cached_property
     def text(self) -> str:
         return "".join(self.lines[self.node.lineno - 1 : self.node.end_lineno])
 
@@ -39,7 +40,7 @@ class _Def:
     def is_class(self) -> bool:
         return isinstance(self.node, ast.ClassDef)
 
-    @property
+    @functools.cached_property
     def refs(self) -> set[str]:
         return {n.id for n in ast.walk(self.node) if isinstance(n, ast.Name)} - {self.name}
 

@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 from .. import tables
-from .._runtime.core.dialect import binding_fields
+from .._runtime.core.dialect import bind
 from .._shared import emitters as _shared
 from .._shared.emitters import ITEM_EMITTERS as ITEM_EMITTERS
 from .._shared.emitters import AdditionalToolsEmitter as AdditionalToolsEmitter
@@ -44,8 +44,4 @@ from . import models
 class ResponseEmitter(_ResponseEmitter):
     __doc__ = _shared.ResponseEmitter.__doc__
 
-    _binding = _shared.Binding(
-        **binding_fields(
-            models, tables.DIALECTS["openai"], _shared.BOUND_MODELS, _shared.BOUND_WIRE
-        )
-    )
+    _binding = bind(_shared.Binding, models, tables.DIALECTS["openai"], _shared.BOUND_WIRE)

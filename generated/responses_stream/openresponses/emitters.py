@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .. import tables
-from .._runtime.core.dialect import binding_fields
+from .._runtime.core.dialect import bind
 from .._shared import emitters as _shared
 from .._shared import models as c
 from .._shared.emitters import ITEM_EMITTERS as ITEM_EMITTERS
@@ -57,11 +57,7 @@ else:
 class ResponseEmitter(_ResponseEmitter):
     __doc__ = _shared.ResponseEmitter.__doc__
 
-    _binding = _shared.Binding(
-        **binding_fields(
-            models, tables.DIALECTS["openresponses"], _shared.BOUND_MODELS, _shared.BOUND_WIRE
-        )
-    )
+    _binding = bind(_shared.Binding, models, tables.DIALECTS["openresponses"], _shared.BOUND_WIRE)
 
     def _emit_error_0(
         self, message: str, code: str | None, param: str | None, error_type: str

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
 
 from .sse import SSEEncoder
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+_B = TypeVar("_B", bound="DataclassInstance")
 
 
 @dataclass(frozen=True)
@@ -66,24 +72,27 @@ class Dialect:
         return {wire: name for name, wire in self.event_types.items()}
 
 
-def binding_fields(
+def bind(
+    binding: type[_B],
     models: ModuleType,
     row: Mapping[str, Any],
-    bound_models: tuple[str, ...],
     bound_wire: Mapping[str, tuple[str, str]],
-) -> dict[str, Any]:
-    """The fields of a dialect's binding of the shared emitters, from its models module and
-    its row of ``tables.DIALECTS``: its echo of the request's tools, the model classes
-    named in ``bound_models``, and per entry of ``bound_wire`` (field -> kind, catalogue
-    event) the bytes an event's frame starts with: its SSE prefix (``PREFIX``), or the
-    prefix and the payload up to its sequence number (``HEAD``), as its model encodes it.
+) -> _B:
+    """A dialect's binding of the shared emitters, from its models module and its row of
+    ``tables.DIALECTS``: its echo of the request's tools; for each entry of ``bound_wire``
+    (field -> kind, catalogue event) the bytes the event's frame starts with, its SSE
+    prefix (``PREFIX``) or the prefix and the payload up to its sequence number (``HEAD``)
+    as its model encodes it; for every other field the dialect's model class of that name.
     """
-    fields: dict[str, Any] = {"echo_tools": row["echo_tools"]}
-    fields.update((name, getattr(models, name)) for name in bound_models)
-    for name, (kind, event) in bound_wire.items():
-        wire: str = row["event_types"][event]
-        frame = b"event: " + wire.encode("utf-8") + b"\ndata: "
-        if kind == "HEAD":
-            frame += b'{"type":' + msgspec.json.encode(wire) + b',"sequence_number":'
-        fields[name] = frame
-    return fields
+    values: dict[str, Any] = {"echo_tools": row["echo_tools"]}
+    for field in dataclasses.fields(binding):
+        if field.name in bound_wire:
+            kind, event = bound_wire[field.name]
+            wire: str = row["event_types"][event]
+            frame = b"event: " + wire.encode("utf-8") + b"\ndata: "
+            if kind == "HEAD":
+                frame += b'{"type":' + msgspec.json.encode(wire) + b',"sequence_number":'
+            values[field.name] = frame
+        elif field.name not in values:
+            values[field.name] = getattr(models, field.name)
+    return binding(**values)
