@@ -351,6 +351,8 @@ class Catalog:
     chat_routes: sm.ChatRoutesFile | None = None
     harmony_routes: sm.HarmonyRoutesFile | None = None
     response_read_optional: list[str] = field(default_factory=list)
+    # the request_fields files (one a route), read against their vendored documents at render
+    requests: list[Source] = field(default_factory=list)
 
 
 class _Builder:
@@ -579,6 +581,13 @@ class _Builder:
         self.check_bindings(dialects)
         chat = self.single(by_kind, "chat_routes")
         harmony = self.single(by_kind, "harmony_routes")
+        routes: dict[str, Source] = {}
+        for src in by_kind.get("request_fields", []):
+            if src.model.route in routes:
+                self.err(
+                    src, ("route",), f"a second request_fields spec of route {src.model.route!r}"
+                )
+            routes[src.model.route] = src
         if chat is not None:
             self.check_chat(chat)
         if harmony is not None:
@@ -599,6 +608,7 @@ class _Builder:
             chat.model if chat else None,
             harmony.model if harmony else None,
             list(env.read_optional),
+            [routes[r] for r in sorted(routes)],
         )
 
     def class_name(

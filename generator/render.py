@@ -14,6 +14,7 @@ from .compile import Catalog, ItemC, catalogue_dialect
 from .model_split import share
 from .models import render_models
 from .pyexpr import comment_text, constname, literal
+from .requests import RequestC, read_requests, render_request_models, request_tables
 from .resources import license_text, version
 from .scenarios import acc_pairs, address_fields, scenarios
 from .schema import dialect_schema
@@ -24,6 +25,7 @@ from .writer import OutputError
 TEMPLATES = Path(__file__).parent / "templates"
 VENDOR = "vendor"
 SHARED = "_shared"  # the subpackage every dialect shares: models, reading models, emitters
+REQUESTS = "_requests"  # the request models of each gateway route, and their fields' fates
 
 
 @functools.cache
@@ -116,6 +118,20 @@ def _models(cat: Catalog, head: str) -> dict[str, str]:
     return files
 
 
+def _requests(routes: list[RequestC], head: str) -> dict[str, str]:
+    """The request models of each route, the table of their fields' fates, its page."""
+    if not routes:
+        return {}
+    pkg = f"responses_stream/{REQUESTS}"
+    files = {
+        f"{pkg}/{r.spec.route}.py": render_request_models(r, head.rstrip("\n")) for r in routes
+    }
+    ctx = {"routes": routes, "tables": request_tables(routes), "header": head}
+    files[f"{pkg}/__init__.py"] = _env().get_template("request_fields.py.j2").render(ctx)
+    files["docs/requests.md"] = _env().get_template("doc_requests.md.j2").render(ctx)
+    return files
+
+
 def _shared_emitters(shared: DialectView, views: dict[str, DialectView], head: str) -> str:
     """The emitters module every dialect shares, rendered from the catalogue's view.
 
@@ -143,8 +159,10 @@ def render_all(cat: Catalog, spec_dir: Path, *, with_models: bool = True) -> dic
     pkg = "responses_stream"
     sources = ", ".join(sorted(cat.sources))
     shared_view, views, hooks = emitter_views(cat)
+    routes = read_requests(cat.requests, spec_dir)  # first: a spec error stops all the rest
     if with_models:
         files.update(_models(cat, header(sources).rstrip("\n")))
+        files.update(_requests(routes, header(sources)))
     files[f"{pkg}/{SHARED}/__init__.py"] = (
         header(sources)
         + '"""What every dialect shares: the models, the reading models, the emitters."""\n'

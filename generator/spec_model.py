@@ -318,6 +318,54 @@ class ChatRoutesFile(Strict):
     finish_reasons: dict[str, Literal["completed", "max_output_tokens", "content_filter"]]
 
 
+class RequestField(Strict):
+    fate: Literal["translated", "caller", "converted", "no_effect", "refused"] = Field(
+        description=(
+            "translated: sent upstream (as 'to', by the converter 'by'); caller: acted on by "
+            "the gateway itself; converted: acted on in the stream; no_effect: accepted and "
+            "left out; refused: a 400 unless its value is one 'allow' lists."
+        )
+    )
+    to: str = Field("", description="The upstream field it becomes, when translated.")
+    by: str = Field("", description="The converter that translates it, when not sent as is.")
+    why: str = Field("", description="Why it is acted on, left out or refused.")
+    allow: list[Any] = Field(
+        default_factory=list, description="Values a refused field still takes (false, 'auto')."
+    )
+    schema_: dict[str, Any] | None = Field(
+        None,
+        alias="schema",
+        description="Its JSON schema, for a field the vendored document does not declare.",
+    )
+    source: str = Field("", description="Who sends a field the vendored document lacks.")
+
+
+class RequestExtension(Strict):
+    schema_: dict[str, Any] = Field(alias="schema", description="The property's JSON schema.")
+    source: str = Field(description="Who sends it, or what states it.")
+
+
+class RequestFieldsFile(Strict):
+    kind: Literal["request_fields"]
+    doc: str = ""
+    route: Literal["responses", "chat"] = Field(description="The gateway route it describes.")
+    document: str = Field(description="The vendored OpenAPI document (a file in vendor/).")
+    root: str = Field(description="The request body's definition in that document.")
+    extend: dict[str, dict[str, RequestExtension]] = Field(
+        default_factory=dict,
+        description="Definition -> properties the API takes that the document does not declare.",
+    )
+    optional: dict[str, dict[str, str]] = Field(
+        default_factory=dict,
+        description="Definition -> property the document requires and the API takes absent -> who.",
+    )
+    limits: dict[str, dict[str, Any]] = Field(
+        default_factory=dict,
+        description="Definition -> JSON schema keywords the document states in prose only.",
+    )
+    fields: dict[str, RequestField] = Field(description="Every body field -> its fate.")
+
+
 HarmonySource = Annotated[
     str,
     Field(
@@ -376,7 +424,8 @@ SpecFile = Annotated[
     | EnvelopeFile
     | DialectFile
     | ChatRoutesFile
-    | HarmonyRoutesFile,
+    | HarmonyRoutesFile
+    | RequestFieldsFile,
     Field(discriminator="kind"),
 ]
 SPEC_FILE: TypeAdapter[Any] = TypeAdapter(SpecFile)

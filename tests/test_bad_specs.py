@@ -30,7 +30,22 @@ FC = "items/function_call.yaml"
 # An edit is (file under spec/, old text, new text): ``old`` must occur exactly
 # once and is replaced; ``old=None`` writes ``new`` as the whole file.
 Edit = tuple[str, str | None, str]
+REQ = "requests/responses.yaml"
 CASES: dict[str, list[Edit]] = {
+    "request_field_without_row": [
+        (
+            REQ,
+            "  truncation: {fate: no_effect, why: a chat upstream never truncates the context}\n",
+            "",
+        )
+    ],
+    "request_extension_of_unknown_definition": [
+        (
+            REQ,
+            "  WebSearchTool:\n    search_content_types:",
+            "  WebSearchTools:\n    search_content_types:",
+        )
+    ],
     "yaml_syntax": [(FC, "doc: A call to a function", "doc: A call: to a function")],
     "unknown_event": [
         (

@@ -491,7 +491,7 @@ BAD_CHAT = [
     (b"{" + _M + _HI + b', "tool_choice": {"function": "f"}}', "tool_choice", "'tool_choice"),
 ]
 BAD_RESPONSES = [
-    (b"{" + _M + b'"input": [1]}', "input[0]", "'input[0]' must be an object"),
+    (b"{" + _M + b'"input": [1]}', "input[0]", "'input[0]'"),
     (b"{" + _M + b'"input": "hi", "tools": {"type": "function"}}', "tools", "'tools'"),
     (b"{" + _M + b'"input": "hi", "tools": [{"type": "function"}]}', "tools[0]", "'tools[0]"),
     (b"{" + _M + b'"input": "hi", "reasoning": "high"}', "reasoning", "'reasoning'"),

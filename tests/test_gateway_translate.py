@@ -759,7 +759,17 @@ def test_chat_tool_choice_strings(choice: str) -> None:
     ],
 )
 def test_chat_tool_choice_objects(choice: dict[str, Any], expected: dict[str, Any]) -> None:
-    assert to_chat({"tool_choice": choice})["tool_choice"] == expected
+    tools = [{"type": "function", "name": "f"}, {"type": "custom", "name": "c"}]
+    assert to_chat({"tools": tools, "tool_choice": choice})["tool_choice"] == expected
+
+
+def test_chat_tool_choice_naming_no_declared_tool_is_refused() -> None:
+    tools = [{"type": "function", "name": "f"}]
+    error = refusal(to_chat, {"tools": tools, "tool_choice": {"type": "function", "name": "g"}})
+    assert (error.param, error.message) == (
+        "tool_choice",
+        "Tool choice 'g' not found in 'tools' parameter.",
+    )
 
 
 @pytest.mark.parametrize(

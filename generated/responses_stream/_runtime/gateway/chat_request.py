@@ -468,7 +468,7 @@ def _tool_choice(choice: Any, names: ToolNames) -> Any:
             "'tool_choice' must be 'auto', 'none', 'required' or an object", "tool_choice"
         )
     if choice.get("type") != "allowed_tools":
-        return _named_choice(choice, "tool_choice", names)
+        return _named_choice(choice, "tool_choice", names, declared=True)
     _check_keys(choice, ("type", "mode", "tools"), "tool_choice")
     mode = choice.get("mode")
     if mode not in ("auto", "required"):
@@ -478,12 +478,17 @@ def _tool_choice(choice: Any, names: ToolNames) -> Any:
     return {"type": "allowed_tools", "allowed_tools": {"mode": mode, "tools": named}}
 
 
-def _named_choice(choice: Mapping[str, Any], where: str, names: ToolNames) -> dict[str, Any]:
+def _named_choice(
+    choice: Mapping[str, Any], where: str, names: ToolNames, declared: bool = False
+) -> dict[str, Any]:
     kind = choice.get("type")
     if kind not in ("function", "custom"):
         raise unsupported(f"{where}.type", f"{kind!r}: {HOSTED}")
     _check_keys(choice, ("type", "name"), where)
-    name = names.wire(as_name(choice.get("name"), f"{where}.name"))
+    name = as_name(choice.get("name"), f"{where}.name")
+    if declared and name not in names.to_wire:
+        raise bad_request(f"Tool choice '{name}' not found in 'tools' parameter.", where)
+    name = names.wire(name)
     return {"type": kind, kind: {"name": name}}
 
 

@@ -27,6 +27,7 @@ from .context import ConnectionCache, load_context
 from .errors import bad_request
 from .items import normalize_input, with_ids
 from .references import resolve_references
+from .request_check import check_request
 from .routing import Routed
 from .store import Store, StoredResponse
 from .tenancy import Caller
@@ -195,7 +196,7 @@ async def plan_turn(
 ) -> Turn:
     """Check and translate one create body for the upstream ``route`` names (the model
     sent is the route's); :class:`GatewayError` for what cannot be served."""
-    check_create_body(body)
+    check_request(body, "responses")
     inputs = normalize_input(body.get("input"))
     inputs = await resolve_references(store, inputs, caller=caller, cache=cache)
     inputs = with_ids(inputs)
@@ -235,17 +236,6 @@ async def plan_turn(
         dropped=chat.dropped,
         tenant=caller.tenant,
     )
-
-
-def check_create_body(body: Mapping[str, Any]) -> None:
-    """The transport fields of a create body, checked."""
-    for name in ("stream", "store", "background"):
-        value = body.get(name)
-        if value is not None and not isinstance(value, bool):
-            raise bad_request(f"{name!r} must be a boolean", name)
-    options = body.get("stream_options")
-    if options is not None and not isinstance(options, dict):
-        raise bad_request("'stream_options' must be an object", "stream_options")
 
 
 async def keep(store: Store, turn: Turn) -> None:

@@ -1,0 +1,129 @@
+"""A request body checked against its route's request model, in one typed decode.
+
+The models are generated from the vendored schemas and ``spec/requests/``
+(``responses_stream._requests``): every type, range, enum, length and key limit they
+state is checked, and an object refuses keys it does not declare.  What they refuse
+is a 400 in OpenAI's error shape that names the field's path (``input[2].content[0]``);
+a field whose fate is ``refused`` is a 400 unless its value is one its row still takes.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import msgspec
+
+from ..._requests import MODELS, ROUTES
+from .errors import GatewayError, unknown_parameter, unsupported
+
+# msgspec's messages: "<what> - at `$.a.b[0]`", or "<what>" at the top.
+_AT = re.compile(r"^(?P<what>.*?)(?: - at `\$(?P<path>[^`]*)`)?$", re.DOTALL)
+_FIELD = re.compile(r"^Object (?P<kind>missing required|contains unknown) field `(?P<name>[^`]*)`")
+_BOUND = re.compile(r"^Expected `(?P<type>\w+)`(?: of length)? (?P<op>[<>]=?) (?P<n>[-\d.e+]+)$")
+_BOUND_CODES = {
+    ("float", ">"): "decimal_below_min_value",
+    ("float", "<"): "decimal_above_max_value",
+    ("int", ">"): "integer_below_min_value",
+    ("int", "<"): "integer_above_max_value",
+    ("str", ">"): "string_below_min_length",
+    ("str", "<"): "string_above_max_length",
+    ("array", ">"): "array_below_min_length",
+    ("array", "<"): "array_above_max_length",
+    ("object", ">"): "object_below_min_properties",
+    ("object", "<"): "object_above_max_properties",
+}
+
+
+def check_request(body: Mapping[str, Any], route: str) -> Any:
+    """``body`` as its route's request model; a :class:`GatewayError` (400) for what the
+    schemas or the table of fates refuse."""
+    table = ROUTES[route]
+    try:
+        typed = msgspec.convert(_tagged(body, table["tag_defaults"]), MODELS[route])
+    except msgspec.ValidationError as exc:
+        raise schema_error(str(exc)) from None
+    for name, row in table["fields"].items():
+        if row["fate"] == "refused":
+            value = body.get(name)
+            if value is not None and value not in row["allow"]:
+                raise unsupported(name, row["why"])
+    return typed
+
+
+def _tagged(body: Mapping[str, Any], defaults: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``body`` with the tags its list members left out filled in (an input item with a
+    role and no type is a message); ``body`` itself when none is missing."""
+    out: dict[str, Any] | None = None
+    for name, rules in defaults.items():
+        members = body.get(name)
+        if not isinstance(members, list):
+            continue
+        filled = [_with_tag(m, rules) for m in members]
+        if any(f is not m for f, m in zip(filled, members, strict=True)):
+            out = out if out is not None else dict(body)
+            out[name] = filled
+    return body if out is None else out
+
+
+def _with_tag(member: Any, rules: list[list[Any]]) -> Any:
+    if not isinstance(member, dict) or "type" in member:
+        return member
+    for tag, keys in rules:
+        if all(k in member for k in keys):
+            return {**member, "type": tag}
+    return member
+
+
+def schema_error(message: str) -> GatewayError:
+    """The 400 for one msgspec validation message, in OpenAI's words and codes."""
+    found = _AT.match(message)
+    what, path = (found["what"], found["path"] or "") if found else (message, "")
+    param = _param(path)
+    field = _FIELD.match(what)
+    if field:
+        name = f"{param}.{field['name']}" if param else field["name"]
+        if field["kind"] == "contains unknown":
+            return unknown_parameter(name)
+        return GatewayError(
+            400,
+            f"Missing required parameter: '{name}'.",
+            code="missing_required_parameter",
+            param=name,
+        )
+    bound = _BOUND.match(what)
+    if bound:
+        code = _BOUND_CODES.get((bound["type"], bound["op"][0]), "invalid_value")
+        return GatewayError(
+            400, f"Invalid '{param}': {what[0].lower()}{what[1:]}.", code=code, param=param
+        )
+    if " matching regex " in what:
+        return GatewayError(
+            400,
+            f"Invalid '{param}': {what[0].lower()}{what[1:]}.",
+            code="invalid_value",
+            param=param,
+        )
+    if what.startswith("Invalid enum value") or what.startswith("Invalid value"):
+        value = what.split(" ", 3)[-1] if what.startswith("Invalid enum") else what[14:]
+        return GatewayError(
+            400,
+            f"Invalid value for '{param}': {value} is not one it takes.",
+            code="invalid_value",
+            param=param,
+        )
+    if what.startswith("Expected"):
+        return GatewayError(
+            400,
+            f"Invalid type for '{param}': {what[0].lower()}{what[1:]}.",
+            code="invalid_type",
+            param=param,
+        )
+    return GatewayError(400, f"Invalid '{param}': {what}.", code="invalid_value", param=param)
+
+
+def _param(path: str) -> str:
+    """``$.input[2].content[0]`` as OpenAI names it: ``input[2].content[0]``; a map's key
+    (msgspec's ``[...]``) is left out, naming the map."""
+    return path.removeprefix(".").replace("[...]", "")
