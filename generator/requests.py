@@ -94,6 +94,8 @@ def _read(src: Source, spec_dir: Path) -> RequestC:
             if not row.source:
                 raise _Bad(where, f"{field!r} is not in {spec.document}: say who sends it (source)")
             root.setdefault("properties", {})[field] = row.schema_
+        if row.required:
+            root["required"] = [*root.get("required", []), field]
         _check_row(row, where)
     missing = sorted(declared - set(spec.fields))
     if missing:
@@ -103,6 +105,14 @@ def _read(src: Source, spec_dir: Path) -> RequestC:
             "and the table gives no fate for it: add a row",
         )
     rewritten = decodable(components, spec.root)
+    # the table's order is the order the fields are checked in (model first)
+    # and a body field left null is a field left out, as the API takes it
+    top = rewritten.defs[spec.root]
+    needed = set(top.get("required", ()))
+    top["properties"] = {
+        f: top["properties"][f] if f in needed else _nullable(top["properties"][f])
+        for f in spec.fields
+    }
     return RequestC(
         spec,
         rewritten.defs,
@@ -110,6 +120,12 @@ def _read(src: Source, spec_dir: Path) -> RequestC:
         {f: _properties(components, spec.root)[f] for f in spec.fields},
         rewritten.map_limits,
     )
+
+
+def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
+    if {"type": "null"} in schema.get("anyOf", []) or not schema:
+        return schema
+    return {"anyOf": [schema, {"type": "null"}]}
 
 
 def _check_row(row: sm.RequestField, where: tuple[str | int, ...]) -> None:
@@ -157,9 +173,7 @@ def _tag_defaults(
     out: dict[str, list[list[Any]]] = {}
     found: set[str] = set()
     for field, schema in defs[root].get("properties", {}).items():
-        while "$ref" in schema:
-            schema = defs[schema["$ref"].removeprefix("#/$defs/")]
-        for member in schema.get("anyOf", [schema]):
+        for member in _members(defs, schema):
             ref = member.get("items", {}).get("$ref", "").removeprefix("#/$defs/")
             if member.get("type") == "array" and ref in defaults:
                 found.add(ref)
@@ -169,6 +183,16 @@ def _tag_defaults(
     if lost:
         raise _Bad(("root",), f"{', '.join(lost)}: a member may leave its tag out, deep inside")
     return out
+
+
+def _members(defs: dict[str, Any], schema: dict[str, Any]) -> list[dict[str, Any]]:
+    """The members of a union (or the schema itself), through references to unions."""
+    if "$ref" in schema:
+        target = defs[schema["$ref"].removeprefix("#/$defs/")]
+        return _members(defs, target) if "anyOf" in target else [schema]
+    if "anyOf" in schema:
+        return [m for member in schema["anyOf"] for m in _members(defs, member)]
+    return [schema]
 
 
 def render_request_models(req: RequestC, head: str) -> str:

@@ -326,6 +326,9 @@ class RequestField(Strict):
             "left out; refused: a 400 unless its value is one 'allow' lists."
         )
     )
+    required: bool = Field(
+        False, description="The gateway needs it, though the document lets it be left out."
+    )
     to: str = Field("", description="The upstream field it becomes, when translated.")
     by: str = Field("", description="The converter that translates it, when not sent as is.")
     why: str = Field("", description="Why it is acted on, left out or refused.")

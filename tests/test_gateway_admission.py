@@ -142,6 +142,11 @@ def test_a_route_takes_its_turn_once_the_body_came(
         return Noted(await read(*args, **kwargs))
 
     monkeypatch.setattr(module, "read_json", read_noted)
+
+    def check_noted(body: Any, route: str) -> None:
+        body.get(route)  # the check is the first look into the body
+
+    monkeypatch.setattr(module, "check_request", check_noted)
     app = create_app("http://127.0.0.1:9/v1", store="memory:")
     raw = json.dumps(body).encode()
 

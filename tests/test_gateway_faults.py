@@ -476,16 +476,16 @@ BAD_BODIES = [
     (b'"text"', None, "must be a JSON object, not a string"),
     (b"null", None, "must be a JSON object, not null"),
     (b"3", None, "must be a JSON object, not a number"),
-    (b'{"stream": true}', "model", "'model' is required"),
-    (b'{"model": 7, "stream": true}', "model", "'model' must be a non-empty string"),
+    (b'{"stream": true}', "model", "Missing required parameter: 'model'"),
+    (b'{"model": 7, "stream": true}', "model", "Invalid type for 'model'"),
 ]
 _M = b'"model": "m", "stream": true, '
 _HI = b'"messages": [{"role": "user", "content": "hi"}]'
 BAD_CHAT = [
-    (b'{"model": "m", "stream": true}', "messages", "'messages' is required"),
+    (b'{"model": "m", "stream": true}', "messages", "Missing required parameter: 'messages'"),
     (b"{" + _M + b'"messages": "hi"}', "messages", "'messages'"),
     (b"{" + _M + b'"messages": [1]}', "messages[0]", "'messages[0]'"),
-    (b"{" + _M + _HI + b', "stream_options": 3}', "stream_options", "must be an object"),
+    (b"{" + _M + _HI + b', "stream_options": 3}', "stream_options", "expected `object"),
     (b"{" + _M + _HI + b', "tools": [{"function": 1}]}', "tools[0]", "'tools[0]"),
     (b"{" + _M + b'"messages": [{"role": "assistant", "tool_calls": [1]}]}', "messages[0]", ""),
     (b"{" + _M + _HI + b', "tool_choice": {"function": "f"}}', "tool_choice", "'tool_choice"),

@@ -154,3 +154,40 @@ def test_an_item_reference_may_leave_its_type_out() -> None:
 def test_schema_errors_name_the_path_in_openai_words(message: str, param: str, code: str) -> None:
     error = schema_error(message)
     assert (error.status, error.param, error.code) == (400, param, code)
+
+
+CHAT_HI = [{"role": "user", "content": HI}]
+CHAT_REFUSED: list[tuple[dict[str, Any], str, str]] = [
+    ({"temperature": 9}, "temperature", "decimal_above_max_value"),
+    ({"reasoning_effort": "extreme"}, "reasoning_effort", "invalid_value"),
+    ({"metadata": {f"k{i}": "v" for i in range(17)}}, "metadata", "object_above_max_properties"),
+    ({"n": 2}, "n", "unsupported_parameter"),
+    ({"seed": 1}, "seed", "unsupported_parameter"),
+    ({"messages": [{"role": "user"}]}, "messages[0].content", "missing_required_parameter"),
+    ({"messages": [{"role": "wizard", "content": HI}]}, "messages[0].role", "invalid_value"),
+    ({"messages": []}, "messages", "array_below_min_length"),
+]
+
+
+@pytest.mark.parametrize(("extra", "param", "code"), CHAT_REFUSED)
+def test_a_chat_request_the_schemas_bound_is_refused_naming_the_field(
+    gw: str,  # noqa: F811
+    extra: dict[str, Any],
+    param: str,
+    code: str,
+) -> None:
+    client = sdk(gw)
+    with pytest.raises(openai.BadRequestError) as caught:
+        client.chat.completions.create(**{"model": "fake-model", "messages": CHAT_HI, **extra})
+    error = caught.value
+    assert (error.status_code, error.param, error.code) == (400, param, code)
+
+
+def test_a_chat_refused_field_takes_the_values_its_row_allows() -> None:
+    for fields in ({"n": 1}, {"modalities": ["text"]}, {"seed": None}):
+        check_request({"model": "m", "messages": CHAT_HI, **fields}, "chat")
+
+
+def test_a_chat_assistant_turn_may_carry_its_reasoning() -> None:
+    turn = {"role": "assistant", "content": "4", "reasoning_content": "2 and 2"}
+    check_request({"model": "m", "messages": [*CHAT_HI, turn, *CHAT_HI]}, "chat")

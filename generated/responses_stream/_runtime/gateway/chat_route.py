@@ -9,8 +9,9 @@ from starlette.responses import JSONResponse, Response
 
 from ..consumers.to_chat import ReasoningMode, ResponsesToChat, achat_sse_from_responses
 from .chat_completion import fold_chunks
-from .errors import GatewayError, bad_request
+from .errors import GatewayError
 from .http import EventStreamResponse, error_response, read_json
+from .request_check import check_request
 from .responses_request import responses_request
 from .state import Gateway
 from .upstream import UpstreamInterrupted
@@ -21,17 +22,9 @@ async def chat_completions(gw: Gateway, request: Request) -> Response:
     try:
         body = await read_json(request, gw.config.max_body_bytes)
         await gw.admission.turn()  # the body came: the setup's work waits for its turn
+        check_request(body, "chat")
         streaming = body.get("stream")
-        if streaming is not None and not isinstance(streaming, bool):
-            raise bad_request("'stream' must be a boolean", "stream")
-        options = body.get("stream_options")
-        if options is not None and not isinstance(options, dict):
-            raise bad_request("'stream_options' must be an object", "stream_options")
-        include_usage = (options or {}).get("include_usage", False)
-        if not isinstance(include_usage, bool):
-            raise bad_request(
-                "'stream_options.include_usage' must be a boolean", "stream_options.include_usage"
-            )
+        include_usage = (body.get("stream_options") or {}).get("include_usage") is True
         route = gw.router.route(body.get("model"), "chat")
         upstream_body = responses_request(body)
         upstream_body["model"] = route.model

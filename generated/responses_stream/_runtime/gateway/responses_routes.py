@@ -12,6 +12,7 @@ from starlette.responses import JSONResponse, Response
 from .chat_completion import TIMEOUT_CODES
 from .errors import GatewayError, bad_request
 from .http import EventStreamResponse, dropped_tools_headers, error_response, read_json
+from .request_check import check_request
 from .state import Gateway
 from .turn import Turn, keep, plan_turn
 from .upstream import error_status
@@ -22,6 +23,7 @@ async def create(gw: Gateway, request: Request, dialect: str) -> Response:
     try:
         body = await read_json(request, gw.config.max_body_bytes)
         await gw.admission.turn()  # the body came: the setup's work waits for its turn
+        check_request(body, "responses")
         route = gw.router.route(body.get("model"), "responses")
         caller = await gw.caller(request.headers.get("authorization"))
         turn = await plan_turn(gw.config, gw.store, body, dialect, caller=caller, route=route)

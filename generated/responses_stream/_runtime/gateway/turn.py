@@ -27,7 +27,6 @@ from .context import ConnectionCache, load_context
 from .errors import bad_request
 from .items import normalize_input, with_ids
 from .references import resolve_references
-from .request_check import check_request
 from .routing import Routed
 from .store import Store, StoredResponse
 from .tenancy import Caller
@@ -194,9 +193,9 @@ async def plan_turn(
     cache: ConnectionCache | None = None,
     missing_status: int = 404,
 ) -> Turn:
-    """Check and translate one create body for the upstream ``route`` names (the model
-    sent is the route's); :class:`GatewayError` for what cannot be served."""
-    check_request(body, "responses")
+    """Translate one create body (checked: :func:`check_request`) for the upstream
+    ``route`` names (the model sent is the route's); :class:`GatewayError` for what
+    cannot be served."""
     inputs = normalize_input(body.get("input"))
     inputs = await resolve_references(store, inputs, caller=caller, cache=cache)
     inputs = with_ids(inputs)

@@ -25,6 +25,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 from .context import ConnectionCache
 from .errors import GatewayError, bad_request
 from .http import parse_object, too_large
+from .request_check import check_request
 from .state import Gateway
 from .tenancy import Caller
 from .turn import keep, plan_turn
@@ -86,6 +87,7 @@ async def _turn(
             raise bad_request("'generate' must be a boolean", "generate")
         for name in ("type", *IGNORED):
             body.pop(name, None)
+        check_request(body, "responses")
         route = gw.router.route(body.get("model"), "responses")
         turn = await plan_turn(
             gw.config,
