@@ -13,7 +13,8 @@ definitions reachable from a root so that msgspec can decode them:
   merged likewise (arrays by their items, strings by their enums);
 - a union whose objects have no tag at all is merged into one object.
 
-Every object refuses properties it does not declare, as the API does.  The tag a member
+Every object refuses properties it does not declare, as the API does, and takes null
+for a property it does not require (the API reads it as left out).  The tag a member
 may leave out is reported (:attr:`Decodable.defaults`), so the caller can fill it in
 before decoding.  Descriptions, examples and defaults are dropped: the models validate,
 they fill nothing in.
@@ -29,6 +30,7 @@ from typing import Any
 DROPPED = ("description", "examples", "example", "default", "deprecated", "title")
 REF = "#/components/schemas/"
 TAG = "type"
+STRING_LIMITS = ("minLength", "maxLength", "pattern")  # a union's own, kept on its strings
 
 
 @dataclass
@@ -141,8 +143,10 @@ class _Rewriter:
             out.pop("required", None)
             out.setdefault("additionalProperties", True)
         if "properties" in out:
+            needed = set(out.get("required", ()))
             out["properties"] = {
-                k: self.schema(v, hint + _camel(k)) for k, v in out["properties"].items()
+                k: _or_null(self.schema(v, hint + _camel(k)), k in needed)
+                for k, v in out["properties"].items()
             }
             out.setdefault("type", "object")
             if "additionalProperties" not in out:
@@ -168,13 +172,19 @@ class _Rewriter:
             if kind == "object":
                 whole = set(kinds) <= {"object", "null"}
                 out.append(self.objects(group, name if whole else name + "Object", key))
+            elif kind == "string":
+                one = len(group) == 1
+                text = (
+                    self.schema(group[0], name)
+                    if one
+                    else _strings(list(map(self.resolved, group)))
+                )
+                out.append({**text, **{k: node[k] for k in STRING_LIMITS if k in node}})
             elif len(group) == 1:
                 out.append(self.schema(group[0], name))
             elif kind == "array":
                 items = {"anyOf": [self.resolved(g).get("items", {}) for g in group]}
                 out.append({"type": "array", "items": self.schema(items, name + "Item")})
-            elif kind == "string":
-                out.append(_strings([self.resolved(g) for g in group]))
             else:
                 out.append(self.schema(group[0], name))
         if len(out) == 1:
@@ -247,6 +257,13 @@ def _flat(node: dict[str, Any], rw: _Rewriter) -> list[dict[str, Any]]:
         else:
             out.append(member)
     return out
+
+
+def _or_null(schema: dict[str, Any], required: bool) -> dict[str, Any]:
+    """An optional property takes null too: the API reads it as left out."""
+    if required or not schema or {"type": "null"} in schema.get("anyOf", []):
+        return schema
+    return {"anyOf": [schema, {"type": "null"}]}
 
 
 def _map_limit(node: dict[str, Any]) -> int | None:

@@ -81,7 +81,15 @@ def _read(src: Source, spec_dir: Path) -> RequestC:
                 raise _Bad(("optional", name, prop), f"{name} does not require {prop!r}")
             target["required"] = [r for r in target["required"] if r != prop]
     for name, keywords in spec.limits.items():
-        _object_of(components, name, ("limits", name)).update(copy.deepcopy(keywords))
+        target = _object_of(components, name, ("limits", name))
+        for key, value in copy.deepcopy(keywords).items():
+            if key != "properties":
+                target[key] = value
+                continue
+            for prop, more in value.items():  # a property's own limits, beside the document's
+                if prop not in target.get("properties", {}):
+                    raise _Bad(("limits", name, "properties", prop), f"{name} has no {prop!r}")
+                target["properties"][prop] = {"allOf": [target["properties"][prop], more]}
     root = _object_of(components, spec.root, ("root",))
     declared = set(_properties(components, spec.root))
     for field, row in spec.fields.items():
@@ -96,6 +104,9 @@ def _read(src: Source, spec_dir: Path) -> RequestC:
             root.setdefault("properties", {})[field] = row.schema_
         if row.required:
             root["required"] = [*root.get("required", []), field]
+        if row.limits:
+            part = _declaring(components, spec.root, field)
+            part["properties"][field] = {"allOf": [part["properties"][field], row.limits]}
         _check_row(row, where)
     missing = sorted(declared - set(spec.fields))
     if missing:
@@ -106,11 +117,9 @@ def _read(src: Source, spec_dir: Path) -> RequestC:
         )
     rewritten = decodable(components, spec.root)
     # the table's order is the order the fields are checked in (model first)
-    # and a body field left null is a field left out, as the API takes it
     top = rewritten.defs[spec.root]
-    needed = set(top.get("required", ()))
     top["properties"] = {
-        f: top["properties"][f] if f in needed else _nullable(top["properties"][f])
+        f: _not_null(top["properties"][f]) if spec.fields[f].required else top["properties"][f]
         for f in spec.fields
     }
     return RequestC(
@@ -122,10 +131,10 @@ def _read(src: Source, spec_dir: Path) -> RequestC:
     )
 
 
-def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
-    if {"type": "null"} in schema.get("anyOf", []) or not schema:
-        return schema
-    return {"anyOf": [schema, {"type": "null"}]}
+def _not_null(schema: dict[str, Any]) -> dict[str, Any]:
+    """A field the gateway needs takes no null, whatever the document lets it take."""
+    members = [m for m in schema.get("anyOf", [schema]) if m != {"type": "null"}]
+    return members[0] if len(members) == 1 else {**schema, "anyOf": members}
 
 
 def _check_row(row: sm.RequestField, where: tuple[str | int, ...]) -> None:
@@ -152,6 +161,18 @@ def _object_of(
         return node["allOf"][-1]  # type: ignore[no-any-return]
     members = [m for m in node.get("anyOf", []) if m.get("type") == "object"]
     return members[0] if len(members) == 1 else node  # type: ignore[no-any-return]
+
+
+def _declaring(components: dict[str, Any], name: str, field: str) -> dict[str, Any]:
+    """The part of definition ``name`` (or of what it builds on) that declares ``field``."""
+    node = components[name]
+    for part in node.get("allOf", [node]):
+        if "$ref" in part:
+            if field in _properties(components, part["$ref"].removeprefix(REF)):
+                return _declaring(components, part["$ref"].removeprefix(REF), field)
+        elif field in part.get("properties", {}):
+            return part  # type: ignore[no-any-return]
+    raise _Bad(("fields", field), f"{name} does not declare {field!r}")
 
 
 def _properties(components: dict[str, Any], name: str) -> dict[str, Any]:

@@ -329,6 +329,10 @@ class RequestField(Strict):
     required: bool = Field(
         False, description="The gateway needs it, though the document lets it be left out."
     )
+    limits: dict[str, Any] = Field(
+        default_factory=dict,
+        description="JSON schema keywords the gateway adds to the document's (minLength: 1).",
+    )
     to: str = Field("", description="The upstream field it becomes, when translated.")
     by: str = Field("", description="The converter that translates it, when not sent as is.")
     why: str = Field("", description="Why it is acted on, left out or refused.")
@@ -351,7 +355,9 @@ class RequestExtension(Strict):
 class RequestFieldsFile(Strict):
     kind: Literal["request_fields"]
     doc: str = ""
-    route: Literal["responses", "chat"] = Field(description="The gateway route it describes.")
+    route: Literal["responses", "chat", "compact"] = Field(
+        description="The gateway route it describes."
+    )
     document: str = Field(description="The vendored OpenAPI document (a file in vendor/).")
     root: str = Field(description="The request body's definition in that document.")
     extend: dict[str, dict[str, RequestExtension]] = Field(

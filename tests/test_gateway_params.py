@@ -20,7 +20,7 @@ from openai.types.chat import completion_create_params as chat_params
 from openai.types.responses import response_create_params as responses_params
 from sdk_params import param_names
 
-from responses_stream._runtime.gateway import chat_request, responses_request
+from responses_stream._requests import ROUTES
 
 RESPONSES_FIELDS = param_names(
     responses_params.ResponseCreateParamsStreaming,
@@ -39,19 +39,19 @@ def test_the_sdk_defines_the_fields_real_clients_send() -> None:
 
 
 def test_every_responses_field_has_a_decision() -> None:
-    assert sorted(RESPONSES_FIELDS - set(chat_request.FIELDS)) == []
+    assert sorted(RESPONSES_FIELDS - set(ROUTES["responses"]["fields"])) == []
 
 
 def test_every_chat_completions_field_has_a_decision() -> None:
-    assert sorted(CHAT_FIELDS - set(responses_request.FIELDS)) == []
+    assert sorted(CHAT_FIELDS - set(ROUTES["chat"]["fields"])) == []
 
 
-def test_fields_outside_the_sdk_are_named_in_a_table() -> None:
+def test_fields_outside_the_sdk_are_those_the_table_says_who_sends() -> None:
     """A field the SDK lacks is one real clients send (``client_metadata``) or one of
-    a chat server's common extensions; each is listed with its reason."""
-    extra = set(chat_request.FIELDS) - RESPONSES_FIELDS
-    assert extra <= {"client_metadata", "type", "stop", "presence_penalty", "frequency_penalty"}
-    assert "client_metadata" in chat_request.NO_EFFECT
+    a chat server's common extensions, declared in the table with who sends it."""
+    extra = set(ROUTES["responses"]["fields"]) - RESPONSES_FIELDS
+    assert extra <= {"client_metadata", "stop", "presence_penalty", "frequency_penalty"}
+    assert ROUTES["responses"]["fields"]["client_metadata"]["fate"] == "no_effect"
 
 
 @pytest.fixture(scope="module")

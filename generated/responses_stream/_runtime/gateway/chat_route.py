@@ -25,7 +25,7 @@ async def chat_completions(gw: Gateway, request: Request) -> Response:
         check_request(body, "chat")
         streaming = body.get("stream")
         include_usage = (body.get("stream_options") or {}).get("include_usage") is True
-        route = gw.router.route(body.get("model"), "chat")
+        route = gw.router.route(body["model"], "chat")
         upstream_body = responses_request(body)
         upstream_body["model"] = route.model
         stream = route.client.stream(

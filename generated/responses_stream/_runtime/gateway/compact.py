@@ -17,16 +17,16 @@ from starlette.responses import JSONResponse, Response
 from .chat_request import chat_request
 from .compaction_token import seal_summary
 from .context import load_context
-from .errors import GatewayError, unknown_parameter
+from .errors import GatewayError
 from .http import error_response, read_json
 from .items import normalize_input, with_ids
 from .references import resolve_references
+from .request_check import check_request
 from .responses_routes import final_answer
 from .routing import Routed
 from .state import Gateway
 from .turn import Turn, new_response_id
 
-FIELDS = ("model", "input", "previous_response_id", "instructions", "prompt_cache_key")
 PROMPT = (
     "Write a summary of the conversation so far for your own later use: the facts, names, "
     "numbers, decisions and open tasks it holds, and what was being worked on last. Write "
@@ -37,10 +37,8 @@ PROMPT = (
 async def compact(gw: Gateway, request: Request, dialect: str) -> Response:
     try:
         body = await read_json(request, gw.config.max_body_bytes)
-        for name in body:
-            if name not in FIELDS:
-                raise unknown_parameter(name)
-        route = gw.router.route(body.get("model"), "responses")
+        check_request(body, "compact")
+        route = gw.router.route(body["model"], "responses")
         caller = await gw.caller(request.headers.get("authorization"))
         items = normalize_input(body.get("input"))
         items = with_ids(await resolve_references(gw.store, items, caller=caller))

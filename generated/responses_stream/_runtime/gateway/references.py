@@ -14,7 +14,6 @@ from typing import Any
 
 from .context import ConnectionCache
 from .errors import GatewayError
-from .items import as_name, check_keys
 from .store import Store
 from .tenancy import Caller
 
@@ -38,8 +37,7 @@ async def resolve_references(
             out.append(item)
             continue
         where = f"input[{i}]"
-        check_keys(item, ("type", "id"), where)
-        item_id = as_name(item.get("id"), f"{where}.id")
+        item_id = item["id"]
         found = cache.find_item(item_id) if cache is not None else None
         for tenant in caller.item_tenants if found is None else ():
             record = await store.find_item(item_id, tenant)

@@ -48,8 +48,16 @@ def check_request(body: Mapping[str, Any], route: str) -> Any:
         if row["fate"] == "refused":
             value = body.get(name)
             if value is not None and value not in row["allow"]:
-                raise unsupported(name, row["why"])
+                raise unsupported(_refused_at(name, value, row["allow"]), row["why"])
     return typed
+
+
+def _refused_at(name: str, value: Any, allow: list[Any]) -> str:
+    """The refused field, or the first entry of it no allowed list has (``modalities[1]``)."""
+    if isinstance(value, list) and allow and all(isinstance(a, list) for a in allow):
+        taken = [entry for a in allow for entry in a]
+        return next((f"{name}[{i}]" for i, v in enumerate(value) if v not in taken), name)
+    return name
 
 
 def _tagged(body: Mapping[str, Any], defaults: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -68,11 +76,14 @@ def _tagged(body: Mapping[str, Any], defaults: Mapping[str, Any]) -> Mapping[str
 
 
 def _with_tag(member: Any, rules: list[list[Any]]) -> Any:
-    if not isinstance(member, dict) or "type" in member:
+    """``member`` with the tag of the first rule whose keys it has all of, else of the
+    first whose keys it has any of (so that the missing key is the one named)."""
+    if not isinstance(member, dict) or member.get("type") is not None:
         return member
-    for tag, keys in rules:
-        if all(k in member for k in keys):
-            return {**member, "type": tag}
+    for test in (all, any):
+        for tag, keys in rules:
+            if test(k in member for k in keys):
+                return {**member, "type": tag}
     return member
 
 

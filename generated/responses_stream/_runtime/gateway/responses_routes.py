@@ -24,7 +24,7 @@ async def create(gw: Gateway, request: Request, dialect: str) -> Response:
         body = await read_json(request, gw.config.max_body_bytes)
         await gw.admission.turn()  # the body came: the setup's work waits for its turn
         check_request(body, "responses")
-        route = gw.router.route(body.get("model"), "responses")
+        route = gw.router.route(body["model"], "responses")
         caller = await gw.caller(request.headers.get("authorization"))
         turn = await plan_turn(gw.config, gw.store, body, dialect, caller=caller, route=route)
         streaming = bool(body.get("stream"))

@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import GatewayError
-from .items import require_model
 from .request_ids import note_route
 from .upstream import Timeouts, Upstream
 
@@ -106,10 +105,9 @@ class Router:
             return route.upstream, route.model or model
         return (self.default, model) if self.default else None
 
-    def route(self, model: Any, api: str) -> Routed:
-        """Where a request for ``model`` on the gateway's ``api`` (``responses`` or
-        ``chat``) goes; :class:`GatewayError` when nowhere."""
-        model = require_model(model)
+    def route(self, model: str, api: str) -> Routed:
+        """Where a request for ``model`` (a checked body's) on the gateway's ``api``
+        (``responses`` or ``chat``) goes; :class:`GatewayError` when nowhere."""
         found = self.find(model)
         if found is None:
             raise _not_found(model)

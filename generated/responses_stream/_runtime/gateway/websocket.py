@@ -88,7 +88,7 @@ async def _turn(
         for name in ("type", *IGNORED):
             body.pop(name, None)
         check_request(body, "responses")
-        route = gw.router.route(body.get("model"), "responses")
+        route = gw.router.route(body["model"], "responses")
         turn = await plan_turn(
             gw.config,
             gw.store,
