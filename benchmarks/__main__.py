@@ -18,6 +18,7 @@ from . import (
     bench_generate,
     bench_memory,
     bench_peer,
+    bench_request,
     bench_to_chat,
     bench_validate,
     bench_workers,
@@ -37,6 +38,7 @@ def main(argv: list[str]) -> int:
     bench_from_chat.run(r, rounds, cli_rounds)
     bench_to_chat.run(r, rounds, cli_rounds)
     bench_validate.run(r, 1 if quick else 3)
+    bench_request.run(r, rounds)
     bench_memory.run(r)
     bench_generate.run(r, 1 if quick else 3)
     gateway = bench_gateway.run(r, quick)

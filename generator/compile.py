@@ -351,7 +351,8 @@ class Catalog:
     chat_routes: sm.ChatRoutesFile | None = None
     harmony_routes: sm.HarmonyRoutesFile | None = None
     response_read_optional: list[str] = field(default_factory=list)
-    # the request_fields files (one a route), read against their vendored documents at render
+    # the request_document files, then the request_fields files (one a route), read
+    # against their vendored documents at render
     requests: list[Source] = field(default_factory=list)
 
 
@@ -588,6 +589,11 @@ class _Builder:
                     src, ("route",), f"a second request_fields spec of route {src.model.route!r}"
                 )
             routes[src.model.route] = src
+        documents: dict[str, Source] = {}
+        for src in by_kind.get("request_document", []):
+            if src.model.name in documents:
+                self.err(src, ("name",), f"a second request_document named {src.model.name!r}")
+            documents[src.model.name] = src
         if chat is not None:
             self.check_chat(chat)
         if harmony is not None:
@@ -608,7 +614,7 @@ class _Builder:
             chat.model if chat else None,
             harmony.model if harmony else None,
             list(env.read_optional),
-            [routes[r] for r in sorted(routes)],
+            [documents[d] for d in sorted(documents)] + [routes[r] for r in sorted(routes)],
         )
 
     def class_name(

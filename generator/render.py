@@ -14,7 +14,7 @@ from .compile import Catalog, ItemC, catalogue_dialect
 from .model_split import share
 from .models import render_models
 from .pyexpr import comment_text, constname, literal
-from .requests import RequestC, read_requests, render_request_models, request_tables
+from .requests import RequestDocC, read_requests, render_request_models, request_tables
 from .resources import license_text, version
 from .scenarios import acc_pairs, address_fields, scenarios
 from .schema import dialect_schema
@@ -118,17 +118,18 @@ def _models(cat: Catalog, head: str) -> dict[str, str]:
     return files
 
 
-def _requests(routes: list[RequestC], head: str) -> dict[str, str]:
-    """The request models of each route, the table of their fields' fates, its page."""
-    if not routes:
+def _requests(docs: list[RequestDocC], head: str) -> dict[str, str]:
+    """The request models of each document, the table of the routes' fates, its page."""
+    if not docs:
         return {}
     pkg = f"responses_stream/{REQUESTS}"
-    files = {
-        f"{pkg}/{r.spec.route}.py": render_request_models(r, head.rstrip("\n")) for r in routes
-    }
-    ctx = {"routes": routes, "tables": request_tables(routes), "header": head}
+    files = {f"{pkg}/{d.spec.name}.py": render_request_models(d, head.rstrip("\n")) for d in docs}
+    ctx = {"docs": docs, "tables": request_tables(docs), "header": head}
     files[f"{pkg}/__init__.py"] = _env().get_template("request_fields.py.j2").render(ctx)
     files["docs/requests.md"] = _env().get_template("doc_requests.md.j2").render(ctx)
+    files["tests/test_request_fields.py"] = (
+        _env().get_template("test_request_fields.py.j2").render(ctx)
+    )
     return files
 
 
@@ -159,10 +160,10 @@ def render_all(cat: Catalog, spec_dir: Path, *, with_models: bool = True) -> dic
     pkg = "responses_stream"
     sources = ", ".join(sorted(cat.sources))
     shared_view, views, hooks = emitter_views(cat)
-    routes = read_requests(cat.requests, spec_dir)  # first: a spec error stops all the rest
+    requests = read_requests(cat.requests, spec_dir)  # first: a spec error stops the rest
     if with_models:
         files.update(_models(cat, header(sources).rstrip("\n")))
-        files.update(_requests(routes, header(sources)))
+        files.update(_requests(requests, header(sources)))
     files[f"{pkg}/{SHARED}/__init__.py"] = (
         header(sources)
         + '"""What every dialect shares: the models, the reading models, the emitters."""\n'

@@ -263,6 +263,8 @@ def _or_null(schema: dict[str, Any], required: bool) -> dict[str, Any]:
     """An optional property takes null too: the API reads it as left out."""
     if required or not schema or {"type": "null"} in schema.get("anyOf", []):
         return schema
+    if set(schema) == {"anyOf"}:
+        return {"anyOf": [*schema["anyOf"], {"type": "null"}]}
     return {"anyOf": [schema, {"type": "null"}]}
 
 
@@ -335,10 +337,11 @@ def _camel(tag: str) -> str:
     return "".join(p.capitalize() for p in tag.replace(".", "_").split("_"))
 
 
-def decodable(components: dict[str, Any], root: str) -> Decodable:
-    """The definitions reachable from ``root``, rewritten for msgspec (module doc)."""
+def decodable(components: dict[str, Any], roots: list[str]) -> Decodable:
+    """The definitions reachable from ``roots``, rewritten for msgspec (module doc)."""
     rw = _Rewriter(copy.deepcopy(components))
-    rw.define(root)
+    for root in roots:
+        rw.define(root)
     return Decodable(
         dict(sorted(rw.defs.items())), dict(sorted(rw.defaults.items())), rw.map_limits
     )

@@ -1,10 +1,11 @@
 """The request side: each ``request_fields`` spec read against its vendored document.
 
-A route's spec names an OpenAPI document in ``vendor/`` and the definition of its
-request body, states what the API takes beyond the document (``extend``,
-``optional``, ``limits``), and gives every body field its fate.  From these come the
-request models (msgspec Structs: one typed decode checks a body), the table of fates
-the gateway looks fields up in, and a documentation page.
+A ``request_document`` spec names an OpenAPI document in ``vendor/`` and states what
+the API takes beyond it (``extend``, ``optional``) and bounds beyond it (``limits``); a
+route's spec names that document and the definition of its body, and gives every body
+field its fate.  From these come the request models of each document (msgspec Structs:
+one typed decode checks a body), the table of fates the gateway looks fields up in, and
+a documentation page.
 """
 
 from __future__ import annotations
@@ -29,150 +30,215 @@ STRUCT = re.compile(r"^(class \w+\(Struct, kw_only=True)", re.MULTILINE)
 
 @dataclass
 class RequestC:
-    """One route's request: its spec, its rewritten definitions, its fields' schemas."""
+    """One route's request: its table, the tags its body's lists may leave out, and the
+    value each row's test sends."""
 
     spec: sm.RequestFieldsFile
-    defs: dict[str, Any]
-    # (path of a list of union members, e.g. ("input",)) -> (tag, the keys that imply it)
+    # body field -> [tag, the keys that imply it] for each tag its list's members may omit
     tag_defaults: dict[str, list[list[Any]]]
-    fields: dict[str, dict[str, Any]]  # body field -> its schema (for the docs)
+    examples: dict[str, Any]
+
+
+@dataclass
+class RequestDocC:
+    """One vendored document: the models of every route's body that it describes."""
+
+    spec: sm.RequestDocumentFile
+    defs: dict[str, Any]  # rewritten for msgspec, every route's root among them
     map_limits: dict[str, int]  # a map's definition -> the most keys it takes
+    routes: list[RequestC]
 
 
-def read_requests(sources: list[Source], spec_dir: Path) -> list[RequestC]:
-    """Every route's request, checked against its document; file:line errors."""
+class _Bad(Exception):
+    def __init__(self, src: Source, path: tuple[str | int, ...], message: str) -> None:
+        super().__init__(message)
+        self.error = src.error(path, message)
+
+
+def read_requests(sources: list[Source], spec_dir: Path) -> list[RequestDocC]:
+    """Every request document with the routes it describes, checked; file:line errors."""
+    docs = {s.model.name: s for s in sources if s.model.kind == "request_document"}
+    routes: dict[str, list[Source]] = {name: [] for name in docs}
     out, errors = [], []
     for src in sources:
+        if src.model.kind != "request_fields":
+            continue
+        if src.model.document not in docs:
+            known = ", ".join(sorted(docs)) or "none"
+            errors.append(
+                src.error(("document",), f"no request_document {src.model.document!r} ({known})")
+            )
+        else:
+            routes[src.model.document].append(src)
+    for name, src in sorted(docs.items()):
         try:
-            out.append(_read(src, spec_dir))
+            out.append(_read(src, routes[name], spec_dir))
         except _Bad as exc:
-            errors.append(src.error(exc.path, exc.message))
+            errors.append(exc.error)
+        except SpecErrors as exc:
+            errors += exc.errors
     if errors:
         raise SpecErrors(errors)
     return out
 
 
-class _Bad(Exception):
-    def __init__(self, path: tuple[str | int, ...], message: str) -> None:
-        super().__init__(message)
-        self.path, self.message = path, message
-
-
-def _read(src: Source, spec_dir: Path) -> RequestC:
-    spec: sm.RequestFieldsFile = src.model
-    path = spec_dir / VENDOR / spec.document
+def _read(doc_src: Source, route_srcs: list[Source], spec_dir: Path) -> RequestDocC:
+    spec: sm.RequestDocumentFile = doc_src.model
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-        components = copy.deepcopy(doc["components"]["schemas"])
+        text = (spec_dir / VENDOR / spec.file).read_text(encoding="utf-8")
+        components = copy.deepcopy(json.loads(text)["components"]["schemas"])
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise _Bad(("document",), f"cannot read {VENDOR}/{spec.document}: {exc}") from None
-    if spec.root not in components:
-        raise _Bad(("root",), f"{spec.root!r} is not a definition of {spec.document}")
+        raise _Bad(doc_src, ("file",), f"cannot read {VENDOR}/{spec.file}: {exc}") from None
+    _amend(doc_src, components)
+    roots = {}
+    for src in route_srcs:
+        _add_fields(src, components, spec.file)
+        roots[src.model.root] = src
+    rewritten = decodable(components, sorted(roots))
+    routes, errors = [], []
+    for root, src in sorted(roots.items()):
+        fields = src.model.fields
+        top = rewritten.defs[root]  # its order is the order of the checks: model first
+        top["properties"] = {f: _limited(top["properties"][f], fields[f]) for f in fields}
+        tags = _tag_defaults(src, rewritten.defs, root, rewritten.defaults)
+        examples = {}
+        for field, row in fields.items():
+            value = row.example
+            if value is None:
+                value = _example(top["properties"][field], rewritten.defs)
+            if value is None:
+                why = "its schema is not a scalar, an enum or a map: give an example"
+                errors.append(src.error(("fields", field), why))
+            examples[field] = value
+        routes.append(RequestC(src.model, tags, examples))
+    if errors:
+        raise SpecErrors(errors)
+    return RequestDocC(spec, rewritten.defs, rewritten.map_limits, routes)
+
+
+def _amend(src: Source, components: dict[str, Any]) -> None:
+    """What the API takes beyond the document, and bounds beyond it, written into it."""
+    spec: sm.RequestDocumentFile = src.model
     for name, props in spec.extend.items():
-        target = _object_of(components, name, ("extend", name))
+        target = _object_of(src, components, name, ("extend", name))
         for prop, ext in props.items():
             if prop in target.get("properties", {}):
-                raise _Bad(("extend", name, prop), f"{name} already declares {prop!r}")
+                raise _Bad(src, ("extend", name, prop), f"{name} already declares {prop!r}")
             target.setdefault("properties", {})[prop] = ext.schema_
     for name, absent in spec.optional.items():
-        target = _object_of(components, name, ("optional", name))
+        target = _object_of(src, components, name, ("optional", name))
         for prop in absent:
             if prop not in target.get("required", []):
-                raise _Bad(("optional", name, prop), f"{name} does not require {prop!r}")
+                raise _Bad(src, ("optional", name, prop), f"{name} does not require {prop!r}")
             target["required"] = [r for r in target["required"] if r != prop]
     for name, keywords in spec.limits.items():
-        target = _object_of(components, name, ("limits", name))
+        target = _object_of(src, components, name, ("limits", name))
         for key, value in copy.deepcopy(keywords).items():
             if key != "properties":
                 target[key] = value
                 continue
             for prop, more in value.items():  # a property's own limits, beside the document's
                 if prop not in target.get("properties", {}):
-                    raise _Bad(("limits", name, "properties", prop), f"{name} has no {prop!r}")
+                    where = ("limits", name, "properties", prop)
+                    raise _Bad(src, where, f"{name} has no {prop!r}")
                 target["properties"][prop] = {"allOf": [target["properties"][prop], more]}
-    root = _object_of(components, spec.root, ("root",))
+
+
+def _add_fields(src: Source, components: dict[str, Any], file: str) -> None:
+    """The route's rows checked against its root; the fields the document lacks added."""
+    spec: sm.RequestFieldsFile = src.model
+    if spec.root not in components:
+        raise _Bad(src, ("root",), f"{spec.root!r} is not a definition of {file}")
+    root = _object_of(src, components, spec.root, ("root",))
     declared = set(_properties(components, spec.root))
     for field, row in spec.fields.items():
         where = ("fields", field)
         if row.schema_ is not None and field in declared:
-            raise _Bad(where + ("schema",), f"{spec.root} declares {field!r}: drop its schema")
+            raise _Bad(src, where + ("schema",), f"{spec.root} declares {field!r}: drop its schema")
         if row.schema_ is None and field not in declared:
-            raise _Bad(where, f"{spec.root} has no field {field!r}: give its schema and source")
+            raise _Bad(
+                src, where, f"{spec.root} has no field {field!r}: give its schema and source"
+            )
         if row.schema_ is not None:
             if not row.source:
-                raise _Bad(where, f"{field!r} is not in {spec.document}: say who sends it (source)")
+                raise _Bad(src, where, f"{field!r} is not in {file}: say who sends it (source)")
             root.setdefault("properties", {})[field] = row.schema_
         if row.required:
             root["required"] = [*root.get("required", []), field]
-        if row.limits:
-            part = _declaring(components, spec.root, field)
-            part["properties"][field] = {"allOf": [part["properties"][field], row.limits]}
-        _check_row(row, where)
+        _check_row(src, row, where)
     missing = sorted(declared - set(spec.fields))
     if missing:
         raise _Bad(
+            src,
             ("fields",),
-            f"{spec.document} declares {', '.join(map(repr, missing))} in {spec.root}, "
+            f"{file} declares {', '.join(map(repr, missing))} in {spec.root}, "
             "and the table gives no fate for it: add a row",
         )
-    rewritten = decodable(components, spec.root)
-    # the table's order is the order the fields are checked in (model first)
-    top = rewritten.defs[spec.root]
-    top["properties"] = {
-        f: _not_null(top["properties"][f]) if spec.fields[f].required else top["properties"][f]
-        for f in spec.fields
-    }
-    return RequestC(
-        spec,
-        rewritten.defs,
-        _tag_defaults(rewritten.defs, spec.root, rewritten.defaults),
-        {f: _properties(components, spec.root)[f] for f in spec.fields},
-        rewritten.map_limits,
-    )
 
 
-def _not_null(schema: dict[str, Any]) -> dict[str, Any]:
-    """A field the gateway needs takes no null, whatever the document lets it take."""
-    members = [m for m in schema.get("anyOf", [schema]) if m != {"type": "null"}]
+def _limited(schema: dict[str, Any], row: sm.RequestField) -> dict[str, Any]:
+    """A body field's schema with its row's limits; one the gateway needs takes no null,
+    whatever the document lets it take."""
+    members = schema.get("anyOf", [schema])
+    if row.required:
+        members = [m for m in members if m != {"type": "null"}]
+    if row.limits:
+        members = [m if m == {"type": "null"} else {**m, **row.limits} for m in members]
     return members[0] if len(members) == 1 else {**schema, "anyOf": members}
 
 
-def _check_row(row: sm.RequestField, where: tuple[str | int, ...]) -> None:
+def _example(schema: dict[str, Any], defs: dict[str, Any]) -> Any:
+    """A value ``schema`` takes, when it is a scalar, an enum or a map; else None."""
+    for m in schema.get("anyOf", [schema]):
+        if "anyOf" in m:
+            found = _example(m, defs)
+            if found is not None:
+                return found
+            continue
+        if "$ref" in m:
+            target = defs[m["$ref"].removeprefix("#/$defs/")]
+            if "anyOf" in target or target.get("type") == "object" and "properties" not in target:
+                return _example(target, defs)
+            continue
+        kind = m.get("type")
+        if "enum" in m or "const" in m:
+            return m["enum"][0] if "enum" in m else m["const"]
+        if kind in ("integer", "number"):
+            return m.get("minimum", 1)
+        if kind == "string":
+            return "x" * max(1, m.get("minLength", 1))
+        if kind == "boolean":
+            return True
+        if kind == "object" and "properties" not in m:
+            values = m.get("additionalProperties")
+            return {"k": "v"} if isinstance(values, dict) and values.get("type") == "string" else {}
+    return None
+
+
+def _check_row(src: Source, row: sm.RequestField, where: tuple[str | int, ...]) -> None:
     if row.fate == "translated" and not row.to:
-        raise _Bad(where, "a translated field names the upstream field it becomes (to)")
+        raise _Bad(src, where, "a translated field names the upstream field it becomes (to)")
     if row.fate != "translated" and (row.to or row.by):
-        raise _Bad(where, f"only a translated field has 'to' or 'by', not a {row.fate} one")
+        raise _Bad(src, where, f"only a translated field has 'to' or 'by', not a {row.fate} one")
     if row.fate in ("caller", "no_effect", "refused", "converted") and not row.why:
-        raise _Bad(where, f"a {row.fate} field says why (why)")
+        raise _Bad(src, where, f"a {row.fate} field says why (why)")
     if row.allow and row.fate != "refused":
-        raise _Bad(where + ("allow",), "only a refused field has values it still takes")
+        raise _Bad(src, where + ("allow",), "only a refused field has values it still takes")
 
 
 def _object_of(
-    components: dict[str, Any], name: str, where: tuple[str | int, ...]
+    src: Source, components: dict[str, Any], name: str, where: tuple[str | int, ...]
 ) -> dict[str, Any]:
     """The object schema of definition ``name`` that takes added properties."""
     node = components.get(name)
     if node is None:
-        raise _Bad(where, f"no definition {name!r} in the document")
+        raise _Bad(src, where, f"no definition {name!r} in the document")
     if "allOf" in node:  # properties go in an inline part of their own, the last
         if not node["allOf"] or "$ref" in node["allOf"][-1]:
             node["allOf"].append({"type": "object", "properties": {}})
         return node["allOf"][-1]  # type: ignore[no-any-return]
     members = [m for m in node.get("anyOf", []) if m.get("type") == "object"]
     return members[0] if len(members) == 1 else node  # type: ignore[no-any-return]
-
-
-def _declaring(components: dict[str, Any], name: str, field: str) -> dict[str, Any]:
-    """The part of definition ``name`` (or of what it builds on) that declares ``field``."""
-    node = components[name]
-    for part in node.get("allOf", [node]):
-        if "$ref" in part:
-            if field in _properties(components, part["$ref"].removeprefix(REF)):
-                return _declaring(components, part["$ref"].removeprefix(REF), field)
-        elif field in part.get("properties", {}):
-            return part  # type: ignore[no-any-return]
-    raise _Bad(("fields", field), f"{name} does not declare {field!r}")
 
 
 def _properties(components: dict[str, Any], name: str) -> dict[str, Any]:
@@ -187,7 +253,7 @@ def _properties(components: dict[str, Any], name: str) -> dict[str, Any]:
 
 
 def _tag_defaults(
-    defs: dict[str, Any], root: str, defaults: dict[str, dict[str, str]]
+    src: Source, defs: dict[str, Any], root: str, defaults: dict[str, dict[str, str]]
 ) -> dict[str, list[list[Any]]]:
     """Body field -> the tags its list's members may leave out, for each union that has
     such members; a union elsewhere would need a deeper walk, and is refused."""
@@ -200,10 +266,25 @@ def _tag_defaults(
                 found.add(ref)
                 rules = defaults[ref]
                 out[field] = [[tag, keys.split(",") if keys else []] for tag, keys in rules.items()]
-    lost = sorted(set(defaults) - found)
+    lost = sorted(name for name in set(defaults) - found if _reaches(defs, root, name))
     if lost:
-        raise _Bad(("root",), f"{', '.join(lost)}: a member may leave its tag out, deep inside")
+        why = f"{', '.join(lost)}: a member may leave its tag out, deep inside"
+        raise _Bad(src, ("root",), why)
     return out
+
+
+def _reaches(defs: dict[str, Any], root: str, name: str) -> bool:
+    """Whether definition ``root`` refers to ``name``, at any depth."""
+    seen, stack = set(), [root]
+    while stack:
+        here = stack.pop()
+        if here == name:
+            return True
+        if here not in seen:
+            seen.add(here)
+            text = json.dumps(defs.get(here, {}))
+            stack += re.findall(r'"#/\$defs/([^"]+)"', text)
+    return False
 
 
 def _members(defs: dict[str, Any], schema: dict[str, Any]) -> list[dict[str, Any]]:
@@ -216,10 +297,11 @@ def _members(defs: dict[str, Any], schema: dict[str, Any]) -> list[dict[str, Any
     return [schema]
 
 
-def render_request_models(req: RequestC, head: str) -> str:
-    """The msgspec models of one route's request body (every object refuses unknown keys)."""
-    source = render_models({"$defs": req.defs}, head)
-    for name, most in sorted(req.map_limits.items()):
+def render_request_models(doc: RequestDocC, head: str) -> str:
+    """The msgspec models of the bodies one document describes (every object refuses
+    unknown keys)."""
+    source = render_models({"$defs": doc.defs}, head)
+    for name, most in sorted(doc.map_limits.items()):
         alias = re.compile(rf"^{name}: TypeAlias = (dict\[[^\n]*\])( \| None)?$", re.MULTILINE)
         if not alias.search(source):
             raise OutputError(f"the request models write the map {name} in a shape not known")
@@ -227,22 +309,19 @@ def render_request_models(req: RequestC, head: str) -> str:
     return STRUCT.sub(r"\1, forbid_unknown_fields=True", source)
 
 
-def request_tables(requests: list[RequestC]) -> dict[str, Any]:
-    """What the runtime's table of fates holds, per route."""
+def request_tables(docs: list[RequestDocC]) -> dict[str, Any]:
+    """What the runtime's table of fates holds, per route: each field's fate, and its
+    ``to``, ``by``, ``why`` and ``allow`` where it has them."""
+    keys = ("to", "by", "why", "allow")
     return {
         r.spec.route: {
             "root": r.spec.root,
             "tag_defaults": r.tag_defaults,
             "fields": {
-                name: {
-                    "fate": row.fate,
-                    "to": row.to,
-                    "by": row.by,
-                    "why": row.why,
-                    "allow": row.allow,
-                }
+                name: {"fate": row.fate} | {k: getattr(row, k) for k in keys if getattr(row, k)}
                 for name, row in r.spec.fields.items()
             },
         }
-        for r in requests
+        for d in docs
+        for r in d.routes
     }

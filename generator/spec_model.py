@@ -345,6 +345,16 @@ class RequestField(Strict):
         description="Its JSON schema, for a field the vendored document does not declare.",
     )
     source: str = Field("", description="Who sends a field the vendored document lacks.")
+    example: Any = Field(
+        None,
+        description=(
+            "A value the row's test sends (refused: one it refuses); derived from the schema "
+            "when left out and the schema is a scalar, an enum or a map."
+        ),
+    )
+    alongside: dict[str, Any] = Field(
+        default_factory=dict, description="Other body fields the example needs to take effect."
+    )
 
 
 class RequestExtension(Strict):
@@ -352,14 +362,11 @@ class RequestExtension(Strict):
     source: str = Field(description="Who sends it, or what states it.")
 
 
-class RequestFieldsFile(Strict):
-    kind: Literal["request_fields"]
+class RequestDocumentFile(Strict):
+    kind: Literal["request_document"]
     doc: str = ""
-    route: Literal["responses", "chat", "compact"] = Field(
-        description="The gateway route it describes."
-    )
-    document: str = Field(description="The vendored OpenAPI document (a file in vendor/).")
-    root: str = Field(description="The request body's definition in that document.")
+    name: str = Field(description="The name routes give as their document; the models' module.")
+    file: str = Field(description="The vendored OpenAPI document (a file in vendor/).")
     extend: dict[str, dict[str, RequestExtension]] = Field(
         default_factory=dict,
         description="Definition -> properties the API takes that the document does not declare.",
@@ -370,8 +377,21 @@ class RequestFieldsFile(Strict):
     )
     limits: dict[str, dict[str, Any]] = Field(
         default_factory=dict,
-        description="Definition -> JSON schema keywords the document states in prose only.",
+        description=(
+            "Definition -> JSON schema keywords the document states in prose only; under "
+            "'properties', a property's own."
+        ),
     )
+
+
+class RequestFieldsFile(Strict):
+    kind: Literal["request_fields"]
+    doc: str = ""
+    route: Literal["responses", "chat", "compact"] = Field(
+        description="The gateway route it describes."
+    )
+    document: str = Field(description="The name of the request_document its body is read by.")
+    root: str = Field(description="The request body's definition in that document.")
     fields: dict[str, RequestField] = Field(description="Every body field -> its fate.")
 
 
@@ -434,6 +454,7 @@ SpecFile = Annotated[
     | DialectFile
     | ChatRoutesFile
     | HarmonyRoutesFile
+    | RequestDocumentFile
     | RequestFieldsFile,
     Field(discriminator="kind"),
 ]

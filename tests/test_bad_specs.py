@@ -41,9 +41,16 @@ CASES: dict[str, list[Edit]] = {
     ],
     "request_extension_of_unknown_definition": [
         (
-            REQ,
+            "requests/openai.yaml",
             "  WebSearchTool:\n    search_content_types:",
             "  WebSearchTools:\n    search_content_types:",
+        )
+    ],
+    "request_row_without_why": [
+        (
+            REQ,
+            "  truncation: {fate: no_effect, why: a chat upstream never truncates the context}",
+            "  truncation: {fate: no_effect}",
         )
     ],
     "yaml_syntax": [(FC, "doc: A call to a function", "doc: A call: to a function")],

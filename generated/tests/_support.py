@@ -737,3 +737,58 @@ def check_envelope(dialect: str) -> None:
     r.in_progress()
     r.message().open()
     _refused(r.completed, "completed", {"no open items"})
+
+
+# -- the request tables -------------------------------------------------------------------
+REQUEST_BASES: dict[str, dict[str, Any]] = {
+    "responses": {"model": "m", "input": "hi"},
+    "chat": {"model": "m", "messages": [{"role": "user", "content": "hi"}]},
+    "compact": {"model": "m", "input": "hi"},
+}
+
+
+def request_routes() -> dict[str, Any]:
+    """Route -> its table of fates, as the gateway reads it."""
+    from responses_stream._runtime.gateway.request_check import ROUTES
+
+    return dict(ROUTES)
+
+
+def _upstream(route: str, body: dict[str, Any]) -> dict[str, Any]:
+    """The upstream request the gateway sends for ``body`` on ``route``."""
+    from responses_stream._runtime.gateway.chat_request import chat_request
+    from responses_stream._runtime.gateway.items import normalize_input
+    from responses_stream._runtime.gateway.request_check import check_request, translated
+    from responses_stream._runtime.gateway.responses_request import responses_request
+
+    check_request(body, route)
+    if route == "chat":
+        return responses_request(body)
+    return chat_request(translated(body, route), normalize_input(body.get("input")))
+
+
+def check_request_row(route: str, field: str, value: Any, alongside: dict[str, Any]) -> None:
+    """The row's example, sent in a body its route's model takes, does what the row says:
+    a ``translated`` field reaches its ``to`` field (as it is, or through its converter);
+    a ``caller``, ``converted`` or ``no_effect`` one leaves the upstream request as it was
+    without it; a ``refused`` one is a 400 naming it."""
+    from responses_stream._runtime.gateway.errors import GatewayError
+
+    row = request_routes()[route]["fields"][field]
+    base = {**REQUEST_BASES[route], **alongside}
+    body = {**base, field: value}
+    if row["fate"] == "refused":
+        try:
+            _upstream(route, body)
+        except GatewayError as exc:
+            assert exc.code == "unsupported_parameter", exc.body
+            assert str(exc.param).startswith(field), exc.body
+            return
+        raise AssertionError(f"{route}: {field}={value!r} was not refused")
+    out, before = _upstream(route, body), _upstream(route, base)
+    if row["fate"] != "translated":
+        assert out == before, (field, out, before)
+    elif "by" not in row:
+        assert out[row["to"]] == value, (field, out)
+    else:
+        assert row["to"] in out and out != before, (field, out, before)

@@ -108,9 +108,9 @@ def translate(
     out = _Out(hosted_tools, ToolNames(declared_tools(body)))
     for name, value in body.items():
         row = FIELDS[name]
-        if value is None or row["fate"] != "translated" or row["to"] in ("model", "messages"):
+        if value is None or row["fate"] != "translated" or row.get("to") in ("model", "messages"):
             continue
-        if row["by"]:
+        if "by" in row:
             CONVERTERS[row["by"]](value, out)
         else:
             out[row["to"]] = value

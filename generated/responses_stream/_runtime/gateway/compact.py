@@ -21,7 +21,7 @@ from .errors import GatewayError
 from .http import error_response, read_json
 from .items import normalize_input, with_ids
 from .references import resolve_references
-from .request_check import check_request
+from .request_check import check_request, translated
 from .responses_routes import final_answer
 from .routing import Routed
 from .state import Gateway
@@ -84,10 +84,7 @@ def _summary_turn(
     route: Routed, body: dict[str, Any], items: list[dict[str, Any]], dialect: str
 ) -> Turn:
     ask = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": PROMPT}]}
-    request: dict[str, Any] = {"model": body["model"]}
-    for name in ("instructions", "prompt_cache_key"):
-        if body.get(name) is not None:
-            request[name] = body[name]
+    request = translated(body, "compact")
     chat_body = chat_request(
         request,
         [*items, ask],

@@ -47,8 +47,9 @@ def check_request(body: Mapping[str, Any], route: str) -> Any:
     for name, row in table["fields"].items():
         if row["fate"] == "refused":
             value = body.get(name)
-            if value is not None and value not in row["allow"]:
-                raise unsupported(_refused_at(name, value, row["allow"]), row["why"])
+            allow = row.get("allow", [])
+            if value is not None and value not in allow:
+                raise unsupported(_refused_at(name, value, allow), row["why"])
     return typed
 
 
@@ -58,6 +59,12 @@ def _refused_at(name: str, value: Any, allow: list[Any]) -> str:
         taken = [entry for a in allow for entry in a]
         return next((f"{name}[{i}]" for i, v in enumerate(value) if v not in taken), name)
     return name
+
+
+def translated(body: Mapping[str, Any], route: str) -> dict[str, Any]:
+    """The fields of ``body`` whose fate on ``route`` is to be translated (set, not null)."""
+    fields = ROUTES[route]["fields"]
+    return {k: v for k, v in body.items() if v is not None and fields[k]["fate"] == "translated"}
 
 
 def _tagged(body: Mapping[str, Any], defaults: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -32,9 +32,9 @@ def responses_request(body: Mapping[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name, value in body.items():
         row = FIELDS[name]
-        if value is None or row["fate"] != "translated" or row["to"] in ("model", "input"):
+        if value is None or row["fate"] != "translated" or row.get("to") in ("model", "input"):
             continue
-        if row["by"]:
+        if "by" in row:
             CONVERTERS[row["by"]](value, out, name)
         else:
             out[row["to"]] = value
