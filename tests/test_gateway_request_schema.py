@@ -191,3 +191,24 @@ def test_a_chat_refused_field_takes_the_values_its_row_allows() -> None:
 def test_a_chat_assistant_turn_may_carry_its_reasoning() -> None:
     turn = {"role": "assistant", "content": "4", "reasoning_content": "2 and 2"}
     check_request({"model": "m", "messages": [*CHAT_HI, turn, *CHAT_HI]}, "chat")
+
+
+HTTP_BODIES = sorted(
+    p.stem
+    for p in CLIENTS.glob("*.json")
+    if "item_reference" not in p.read_text(encoding="utf-8")  # those name a stored item
+)
+
+
+@pytest.mark.parametrize("prefix", ["/v1", "/openresponses/v1"])
+@pytest.mark.parametrize("name", HTTP_BODIES)
+def test_every_client_body_is_answered_on_both_dialects(
+    gw: str,  # noqa: F811
+    name: str,
+    prefix: str,
+) -> None:
+    body = json.loads((CLIENTS / f"{name}.json").read_text(encoding="utf-8"))
+    for transport in ("type", "generate"):  # WebSocket message fields, taken off before
+        body.pop(transport, None)
+    answer = httpx.post(gw + prefix + "/responses", json=body, timeout=30)
+    assert answer.status_code == 200, answer.text
