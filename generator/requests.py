@@ -101,6 +101,8 @@ def _read(doc_src: Source, route_srcs: list[Source], spec_dir: Path) -> RequestD
         top = rewritten.defs[root]  # its order is the order of the checks: model first
         top["properties"] = {f: _limited(top["properties"][f], fields[f]) for f in fields}
         tags = _tag_defaults(src, rewritten.defs, root, rewritten.defaults)
+        if src.model.tools:
+            _check_tools(src, rewritten.defs, top["properties"]["tools"])
         examples = {}
         for field, row in fields.items():
             value = row.example
@@ -185,6 +187,23 @@ def _limited(schema: dict[str, Any], row: sm.RequestField) -> dict[str, Any]:
     if row.limits:
         members = [m if m == {"type": "null"} else {**m, **row.limits} for m in members]
     return members[0] if len(members) == 1 else {**schema, "anyOf": members}
+
+
+def _check_tools(src: Source, defs: dict[str, Any], schema: dict[str, Any]) -> None:
+    """The table's tool types are the tags of the body's tools, each with a row."""
+    tags: set[str] = set()
+    for member in _members(defs, schema):
+        if "$ref" in member:  # a named array
+            member = defs[member["$ref"].removeprefix("#/$defs/")]
+        ref = member.get("items", {}).get("$ref", "").removeprefix("#/$defs/")
+        tags |= set(defs.get(ref, {}).get("discriminator", {}).get("mapping", {}))
+    spec: sm.RequestFieldsFile = src.model
+    for kind in sorted(set(spec.tools) - tags):
+        raise _Bad(src, ("tools", kind), f"{spec.root}'s tools have no type {kind!r}")
+    missing = sorted(tags - set(spec.tools))
+    if missing:
+        why = f"the tool types {', '.join(map(repr, missing))} have no row: give each its fate"
+        raise _Bad(src, ("tools",), why)
 
 
 def _example(schema: dict[str, Any], defs: dict[str, Any]) -> Any:
@@ -321,6 +340,8 @@ def request_tables(docs: list[RequestDocC]) -> dict[str, Any]:
                 name: {"fate": row.fate} | {k: getattr(row, k) for k in keys if getattr(row, k)}
                 for name, row in r.spec.fields.items()
             },
+            "tools": {k: t.model_dump() for k, t in r.spec.tools.items()},
+            "keys": r.spec.keys,
         }
         for d in docs
         for r in d.routes

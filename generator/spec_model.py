@@ -384,6 +384,16 @@ class RequestDocumentFile(Strict):
     )
 
 
+class RequestTool(Strict):
+    fate: Literal["translated", "hosted", "refused"] = Field(
+        description=(
+            "translated: offered to the upstream model; hosted: run by OpenAI's servers, "
+            "dropped or refused as the upstream's hosted_tools says; refused: a 400."
+        )
+    )
+    why: str = Field(description="What becomes of it, or why it is refused.")
+
+
 class RequestFieldsFile(Strict):
     kind: Literal["request_fields"]
     doc: str = ""
@@ -393,6 +403,13 @@ class RequestFieldsFile(Strict):
     document: str = Field(description="The name of the request_document its body is read by.")
     root: str = Field(description="The request body's definition in that document.")
     fields: dict[str, RequestField] = Field(description="Every body field -> its fate.")
+    tools: dict[str, RequestTool] = Field(
+        default_factory=dict, description="Every tool type of the body's tools -> its fate."
+    )
+    keys: dict[str, str] = Field(
+        default_factory=dict,
+        description="Keys refused wherever they are set on an item, a part or a tool -> why.",
+    )
 
 
 HarmonySource = Annotated[

@@ -46,6 +46,9 @@ CASES: dict[str, list[Edit]] = {
             "  WebSearchTools:\n    search_content_types:",
         )
     ],
+    "request_tool_without_row": [
+        (REQ, "  computer: {fate: hosted, why: no chat model makes computer actions}\n", "")
+    ],
     "request_row_without_why": [
         (
             REQ,

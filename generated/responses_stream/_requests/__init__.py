@@ -50,6 +50,8 @@ ROUTES: dict[str, dict[str, Any]] = {
                 "why": "the summary is asked for at the upstream's own tier",
             },
         },
+        "tools": {},
+        "keys": {},
     },
     "chat": {
         "root": "CreateChatCompletionRequest",
@@ -133,6 +135,13 @@ ROUTES: dict[str, dict[str, Any]] = {
             },
             "functions": {"fate": "refused", "why": "deprecated: use tools"},
             "function_call": {"fate": "refused", "why": "deprecated: use tool_choice"},
+        },
+        "tools": {},
+        "keys": {
+            "name": "Responses input messages have no name",
+            "audio": "only text is served",
+            "function_call": "deprecated: use tool_calls",
+            "prompt_cache_breakpoint": "Responses content parts have no cache breakpoints",
         },
     },
     "responses": {
@@ -244,6 +253,57 @@ ROUTES: dict[str, dict[str, Any]] = {
                 "fate": "no_effect",
                 "why": "request-level image options; a chat upstream generates no images",
             },
+        },
+        "tools": {
+            "function": {"fate": "translated", "why": "a chat function tool"},
+            "custom": {
+                "fate": "translated",
+                "why": "a chat custom tool, its grammar nested under grammar",
+            },
+            "namespace": {
+                "fate": "translated",
+                "why": "its tools, each named namespace.name (under a wire name chat APIs take)",
+            },
+            "tool_search": {
+                "fate": "translated",
+                "why": "execution client: a function tool named tool_search; else hosted",
+            },
+            "web_search": {"fate": "hosted", "why": "OpenAI's servers run it"},
+            "web_search_2025_08_26": {"fate": "hosted", "why": "OpenAI's servers run it"},
+            "web_search_preview": {"fate": "hosted", "why": "OpenAI's servers run it"},
+            "web_search_preview_2025_03_11": {"fate": "hosted", "why": "OpenAI's servers run it"},
+            "file_search": {"fate": "hosted", "why": "OpenAI's servers run it"},
+            "code_interpreter": {"fate": "hosted", "why": "OpenAI's servers run it"},
+            "image_generation": {"fate": "hosted", "why": "OpenAI's servers run it"},
+            "mcp": {"fate": "hosted", "why": "OpenAI's servers call the MCP server"},
+            "programmatic_tool_calling": {
+                "fate": "hosted",
+                "why": "OpenAI's servers run the program",
+            },
+            "computer": {"fate": "hosted", "why": "no chat model makes computer actions"},
+            "computer_use_preview": {
+                "fate": "hosted",
+                "why": "no chat model makes computer actions",
+            },
+            "shell": {
+                "fate": "refused",
+                "why": "'shell' tools are called with shell_call items, which no chat upstream produces",
+            },
+            "local_shell": {
+                "fate": "refused",
+                "why": "'local_shell' tools are called with local_shell_call items, which no chat upstream produces",
+            },
+            "apply_patch": {
+                "fate": "refused",
+                "why": "'apply_patch' tools are called with apply_patch_call items, which no chat upstream produces",
+            },
+        },
+        "keys": {
+            "caller": "programmatic tool calling is not served",
+            "async": "asynchronous tool calls are not served",
+            "prompt_cache_breakpoint": "chat upstreams place no cache breakpoints",
+            "allowed_callers": "programmatic tool calling is not served",
+            "output_schema": "chat tools have no output schema",
         },
     },
 }

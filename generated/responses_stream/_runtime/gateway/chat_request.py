@@ -4,9 +4,10 @@ The body has passed its request model (``request_check``), so each value has the
 its schema declares.  What a field becomes is its row in the table of fates
 (``spec/requests/responses.yaml``): sent as it is, or by one of the converters here
 (``CONVERTERS``), which the rows name.  What the schemas take and a chat upstream
-cannot (an item kind with no chat message, an image by file id, a key in ``REFUSED_KEYS``)
-is a 400 naming it; hosted tools are dropped or refused as ``hosted_tools`` says, a
-dropped one listed in ``ChatRequest.dropped``.  Tool names a chat upstream would refuse
+cannot (an item kind with no chat message, an image by file id, a key the table's ``keys``
+names) is a 400 naming it; a tool is what the table's ``tools`` says: hosted tools are
+dropped or refused as ``hosted_tools`` says, a dropped one listed in
+``ChatRequest.dropped``.  Tool names a chat upstream would refuse
 are sent under their wire names (``tool_names``).
 """
 
@@ -23,34 +24,12 @@ from ..core.tool_names import ToolNames
 from .compaction_token import open_summary
 from .errors import GatewayError, bad_request, unsupported
 
-FIELDS: dict[str, dict[str, Any]] = ROUTES["responses"]["fields"]
-# Keys the schemas take on items, parts and tools that no chat request can carry.
-REFUSED_KEYS = {
-    "caller": "programmatic tool calling is not served",
-    "async": "asynchronous tool calls are not served",
-    "prompt_cache_breakpoint": "chat upstreams place no cache breakpoints",
-    "allowed_callers": "programmatic tool calling is not served",
-    "output_schema": "chat tools have no output schema",
-}
+ROUTE = ROUTES["responses"]
+FIELDS: dict[str, dict[str, Any]] = ROUTE["fields"]
+TOOLS: dict[str, dict[str, str]] = ROUTE["tools"]  # tool type -> its fate
+REFUSED_KEYS: dict[str, str] = ROUTE["keys"]  # refused on items, parts and tools -> why
 HOSTED = "a chat completions upstream has no hosted tools"
 LOGPROBS = "message.output_text.logprobs"
-# Tool types a chat upstream cannot offer its model: those OpenAI's servers run, and the
-# computer-use tools, whose calls (computer actions) no chat model produces.
-HOSTED_TOOLS = (
-    "web_search",
-    "web_search_preview",
-    "web_search_2025_08_26",
-    "web_search_preview_2025_03_11",
-    "file_search",
-    "code_interpreter",
-    "image_generation",
-    "mcp",
-    "programmatic_tool_calling",
-    "computer",
-    "computer_use_preview",
-)
-# Tool types the client runs on call items of their own, which chat models do not make.
-CLIENT_ITEM_TOOLS = ("shell", "local_shell", "apply_patch")
 HOSTED_POLICIES = ("drop", "refuse")
 TOOL_SEARCH_PARAMETERS = {"type": "object", "properties": {}}
 TOOL_SEARCH_DESCRIPTION = "Search for tools to load for the task at hand."
@@ -191,16 +170,15 @@ def _tool(tool: Mapping[str, Any], where: str, out: _Out) -> list[dict[str, Any]
         for j, sub in enumerate(tool["tools"]):
             _refused_keys(sub, f"{where}.tools[{j}]")
         return [_named_tool(sub, tool["name"] + ".", out.names) for sub in tool["tools"]]
-    if kind == "tool_search" and tool.get("execution") == "client":
+    if kind == "tool_search" and tool.get("execution") == "client":  # else hosted
         fn = {
             "name": "tool_search",
             "description": _or(tool.get("description"), TOOL_SEARCH_DESCRIPTION),
             "parameters": _or(tool.get("parameters"), TOOL_SEARCH_PARAMETERS),
         }
         return [{"type": "function", "function": fn}]
-    if kind in CLIENT_ITEM_TOOLS:
-        why = f"{kind!r} tools are called with {kind}_call items, which no chat upstream produces"
-        raise unsupported(f"{where}.type", why)
+    if TOOLS[kind]["fate"] == "refused":
+        raise unsupported(f"{where}.type", TOOLS[kind]["why"])
     if out.hosted_tools == "refuse":
         raise unsupported(f"{where}.type", f"{kind!r}: {HOSTED}")
     out.dropped.append(kind)
@@ -239,7 +217,7 @@ def _tool_choice(value: Any, out: _Out) -> None:
         out["tool_choice"] = value
         return
     kind = value["type"]
-    if kind in HOSTED_TOOLS and out.hosted_tools == "drop":
+    if kind in TOOLS and TOOLS[kind]["fate"] == "hosted" and out.hosted_tools == "drop":
         out.dropped.append(f"tool_choice:{kind}")  # its tool is dropped: the choice goes too
         return
     if kind != "allowed_tools":

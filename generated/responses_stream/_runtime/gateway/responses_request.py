@@ -16,14 +16,8 @@ from .errors import bad_request, unsupported
 from .items import ID_PREFIXES
 
 FIELDS: dict[str, dict[str, Any]] = ROUTES["chat"]["fields"]
+REFUSED_KEYS: dict[str, str] = ROUTES["chat"]["keys"]  # refused on messages and parts -> why
 LOGPROBS = "message.output_text.logprobs"  # the include that asks for them
-# Keys the schemas take on messages and parts that no Responses input item can carry.
-REFUSED_KEYS = {
-    "name": "Responses input messages have no name",
-    "audio": "only text is served",
-    "function_call": "deprecated: use tool_calls",
-    "prompt_cache_breakpoint": "Responses content parts have no cache breakpoints",
-}
 PARTS = {"text": "input_text", "image_url": "input_image", "file": "input_file"}
 
 
