@@ -212,3 +212,24 @@ def test_every_client_body_is_answered_on_both_dialects(
         body.pop(transport, None)
     answer = httpx.post(gw + prefix + "/responses", json=body, timeout=30)
     assert answer.status_code == 200, answer.text
+
+
+@pytest.mark.parametrize(
+    "item",
+    [
+        {
+            "type": "custom_tool_call",
+            "id": "ctc_1",
+            "call_id": "c1",
+            "name": "apply_patch",
+            "input": "*** Begin Patch",
+            "status": "completed",
+        },
+        {"type": "custom_tool_call_output", "call_id": "c1", "output": "ok", "status": "completed"},
+        {"type": "compaction", "id": "cmp_1", "encrypted_content": "x", "status": "completed"},
+    ],
+)
+def test_an_item_the_gateway_gave_is_taken_back(item: dict[str, Any]) -> None:
+    """Clients send back the items they were given (Codex its custom tool calls), status
+    and all, though the document does not declare it on these kinds."""
+    check_request({"model": "m", "input": [{"role": "user", "content": HI}, item]}, "responses")

@@ -225,6 +225,8 @@ class CompactionSummaryItemParam(
     type: ClassVar[Literal["compaction"]] = "compaction"
     encrypted_content: Annotated[str, Meta(max_length=20971520)]
     id: str | None | UnsetType = UNSET
+    status: Literal["in_progress", "completed", "incomplete"] | None | UnsetType = UNSET
+    created_by: str | None | UnsetType = UNSET
 
 
 class CompactionTriggerItemParam(
@@ -1837,6 +1839,7 @@ class CustomToolCall(
     id: str | None | UnsetType = UNSET
     caller: CustomToolCallCaller | None | UnsetType = UNSET
     namespace: str | None | UnsetType = UNSET
+    status: Literal["in_progress", "completed", "incomplete"] | None | UnsetType = UNSET
 
 
 class Custom2(Struct, kw_only=True, forbid_unknown_fields=True):
@@ -2007,6 +2010,7 @@ class CustomToolCallOutput(
     output: str | list[FunctionAndCustomToolCallOutput]
     id: str | None | UnsetType = UNSET
     caller: CustomToolCallOutputCaller | None | UnsetType = UNSET
+    status: Literal["in_progress", "completed", "incomplete"] | None | UnsetType = UNSET
 
 
 class FunctionCallOutputItemParam(
