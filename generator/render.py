@@ -14,7 +14,7 @@ from .compile import Catalog, ItemC, catalogue_dialect
 from .model_split import share
 from .models import render_models
 from .pyexpr import comment_text, constname, literal
-from .requests import RequestDocC, read_requests, render_request_models, request_tables
+from .requests import VENDOR, RequestDocC, read_requests, render_request_models, request_tables
 from .resources import license_text, version
 from .scenarios import acc_pairs, address_fields, scenarios
 from .schema import dialect_schema
@@ -23,7 +23,6 @@ from .views import DialectView, emitter_views, reads_binding
 from .writer import OutputError
 
 TEMPLATES = Path(__file__).parent / "templates"
-VENDOR = "vendor"
 SHARED = "_shared"  # the subpackage every dialect shares: models, reading models, emitters
 REQUESTS = "_requests"  # the request models of each gateway route, and their fields' fates
 

@@ -44,25 +44,46 @@ class Decodable:
     map_limits: dict[str, int] = field(default_factory=dict)
 
 
-def closure(components: dict[str, Any], roots: list[str]) -> list[str]:
-    """The names of the definitions reachable from ``roots``, sorted."""
+def closure(defs: dict[str, Any], roots: list[str], prefix: str = REF) -> list[str]:
+    """The names of the definitions reachable from ``roots`` (``$ref`` written
+    ``prefix`` + name: the document's, or the rewritten ``#/$defs/``), sorted."""
     seen: set[str] = set()
     stack = list(roots)
     while stack:
         name = stack.pop()
         if name not in seen:
             seen.add(name)
-            stack += _refs(components[name])
+            stack += _refs(defs[name], prefix)
     return sorted(seen)
 
 
-def _refs(node: Any) -> list[str]:
+def _refs(node: Any, prefix: str) -> list[str]:
     if isinstance(node, dict):
-        out = [node["$ref"].removeprefix(REF)] if "$ref" in node else []
-        return out + [r for k, v in node.items() if k != "$ref" for r in _refs(v)]
+        out = [node["$ref"].removeprefix(prefix)] if "$ref" in node else []
+        return out + [r for k, v in node.items() if k != "$ref" for r in _refs(v, prefix)]
     if isinstance(node, list):
-        return [r for v in node for r in _refs(v)]
+        return [r for v in node for r in _refs(v, prefix)]
     return []
+
+
+def folded(defs: dict[str, Any], node: dict[str, Any]) -> dict[str, Any]:
+    """``node`` with its reference and ``allOf`` parts folded in (``defs``: the document's
+    definitions)."""
+    if "$ref" in node:
+        rest = {k: v for k, v in node.items() if k != "$ref"}
+        return folded(defs, {**defs[node["$ref"].removeprefix(REF)], **rest})
+    if "allOf" not in node:
+        return node
+    out: dict[str, Any] = {k: v for k, v in node.items() if k != "allOf"}
+    for part in node["allOf"]:
+        for key, value in folded(defs, part).items():
+            if key == "properties":
+                out["properties"] = {**out.get("properties", {}), **value}
+            elif key == "required":
+                out["required"] = sorted({*out.get("required", []), *value})
+            else:
+                out.setdefault(key, value)
+    return out
 
 
 def _anchored(node: Any, name: str) -> Any:
@@ -84,25 +105,8 @@ class _Rewriter:
         self.inline: dict[str, Any] = {}
         self.map_limits: dict[str, int] = {}
 
-    # -- reading the source ---------------------------------------------------------
     def resolved(self, node: dict[str, Any]) -> dict[str, Any]:
-        """``node`` with its reference and ``allOf`` parts folded in."""
-        if "$ref" in node:
-            rest = {k: v for k, v in node.items() if k != "$ref"}
-            return self.resolved({**self.src[node["$ref"].removeprefix(REF)], **rest})
-        if "allOf" not in node:
-            return node
-        out: dict[str, Any] = {k: v for k, v in node.items() if k != "allOf"}
-        for part in node["allOf"]:
-            part = self.resolved(part)
-            for key, value in part.items():
-                if key == "properties":
-                    out["properties"] = {**out.get("properties", {}), **value}
-                elif key == "required":
-                    out["required"] = sorted({*out.get("required", []), *value})
-                else:
-                    out.setdefault(key, value)
-        return out
+        return folded(self.src, node)
 
     # -- writing ----------------------------------------------------------------------
     def name_of(self, node: dict[str, Any]) -> str | None:
@@ -126,10 +130,9 @@ class _Rewriter:
         return {"$ref": f"#/$defs/{name}"}
 
     def schema(self, node: dict[str, Any], name: str = "") -> dict[str, Any]:
-        node = {k: v for k, v in node.items() if k not in DROPPED and not k.startswith("x-")}
         if "allOf" in node:
             node = self.resolved(node)
-            node = {k: v for k, v in node.items() if k not in DROPPED and not k.startswith("x-")}
+        node = {k: v for k, v in node.items() if k not in DROPPED and not k.startswith("x-")}
         if "anyOf" in node or "oneOf" in node:
             return self.union(node, name)
         if "$ref" in node:

@@ -21,7 +21,7 @@ from . import spec_model as sm
 from .errors import SpecErrors
 from .loader import Source
 from .models import render_models
-from .request_schema import REF, decodable
+from .request_schema import closure, decodable, folded
 from .writer import OutputError
 
 VENDOR = "vendor"
@@ -191,12 +191,8 @@ def _limited(schema: dict[str, Any], row: sm.RequestField) -> dict[str, Any]:
 
 def _check_tools(src: Source, defs: dict[str, Any], schema: dict[str, Any]) -> None:
     """The table's tool types are the tags of the body's tools, each with a row."""
-    tags: set[str] = set()
-    for member in _members(defs, schema):
-        if "$ref" in member:  # a named array
-            member = defs[member["$ref"].removeprefix("#/$defs/")]
-        ref = member.get("items", {}).get("$ref", "").removeprefix("#/$defs/")
-        tags |= set(defs.get(ref, {}).get("discriminator", {}).get("mapping", {}))
+    union = defs.get(_listed(defs, schema) or "", {})
+    tags = set(union.get("discriminator", {}).get("mapping", {}))
     spec: sm.RequestFieldsFile = src.model
     for kind in sorted(set(spec.tools) - tags):
         raise _Bad(src, ("tools", kind), f"{spec.root}'s tools have no type {kind!r}")
@@ -261,14 +257,7 @@ def _object_of(
 
 
 def _properties(components: dict[str, Any], name: str) -> dict[str, Any]:
-    node = components[name]
-    out: dict[str, Any] = {}
-    for part in node.get("allOf", [node]):
-        if "$ref" in part:
-            out |= _properties(components, part["$ref"].removeprefix(REF))
-        else:
-            out |= part.get("properties", {})
-    return out
+    return dict(folded(components, components[name]).get("properties", {}))
 
 
 def _tag_defaults(
@@ -279,31 +268,27 @@ def _tag_defaults(
     out: dict[str, list[list[Any]]] = {}
     found: set[str] = set()
     for field, schema in defs[root].get("properties", {}).items():
-        for member in _members(defs, schema):
-            ref = member.get("items", {}).get("$ref", "").removeprefix("#/$defs/")
-            if member.get("type") == "array" and ref in defaults:
-                found.add(ref)
-                rules = defaults[ref]
-                out[field] = [[tag, keys.split(",") if keys else []] for tag, keys in rules.items()]
-    lost = sorted(name for name in set(defaults) - found if _reaches(defs, root, name))
+        ref = _listed(defs, schema)
+        if ref in defaults:
+            found.add(ref)
+            rules = defaults[ref]
+            out[field] = [[tag, keys.split(",") if keys else []] for tag, keys in rules.items()]
+    reached = closure(defs, [root], "#/$defs/")
+    lost = sorted(set(defaults) - found & set(reached))
     if lost:
         why = f"{', '.join(lost)}: a member may leave its tag out, deep inside"
         raise _Bad(src, ("root",), why)
     return out
 
 
-def _reaches(defs: dict[str, Any], root: str, name: str) -> bool:
-    """Whether definition ``root`` refers to ``name``, at any depth."""
-    seen, stack = set(), [root]
-    while stack:
-        here = stack.pop()
-        if here == name:
-            return True
-        if here not in seen:
-            seen.add(here)
-            text = json.dumps(defs.get(here, {}))
-            stack += re.findall(r'"#/\$defs/([^"]+)"', text)
-    return False
+def _listed(defs: dict[str, Any], schema: dict[str, Any]) -> str | None:
+    """The definition a list field's entries are (through a named array), if any."""
+    for member in _members(defs, schema):
+        if "$ref" in member:
+            member = defs[member["$ref"].removeprefix("#/$defs/")]
+        if member.get("type") == "array" and "$ref" in member.get("items", {}):
+            return str(member["items"]["$ref"].removeprefix("#/$defs/"))
+    return None
 
 
 def _members(defs: dict[str, Any], schema: dict[str, Any]) -> list[dict[str, Any]]:

@@ -23,11 +23,9 @@ from ..core.convert import declared_tools
 from ..core.tool_names import ToolNames
 from .compaction_token import open_summary
 from .errors import GatewayError, bad_request, unsupported
+from .request_check import refuse_keys, translate_rows
 
-ROUTE = ROUTES["responses"]
-FIELDS: dict[str, dict[str, Any]] = ROUTE["fields"]
-TOOLS: dict[str, dict[str, str]] = ROUTE["tools"]  # tool type -> its fate
-REFUSED_KEYS: dict[str, str] = ROUTE["keys"]  # refused on items, parts and tools -> why
+TOOLS: dict[str, dict[str, str]] = ROUTES["responses"]["tools"]  # tool type -> its fate
 HOSTED = "a chat completions upstream has no hosted tools"
 LOGPROBS = "message.output_text.logprobs"
 HOSTED_POLICIES = ("drop", "refuse")
@@ -85,14 +83,7 @@ def translate(
     if hosted_tools not in HOSTED_POLICIES:
         raise ValueError(f"hosted_tools must be one of {HOSTED_POLICIES}, not {hosted_tools!r}")
     out = _Out(hosted_tools, ToolNames(declared_tools(body)))
-    for name, value in body.items():
-        row = FIELDS[name]
-        if value is None or row["fate"] != "translated" or row.get("to") in ("model", "messages"):
-            continue
-        if "by" in row:
-            CONVERTERS[row["by"]](value, out)
-        else:
-            out[row["to"]] = value
+    translate_rows(body, "responses", out, CONVERTERS, ("model", "messages"))
     if not out.get("logprobs"):
         out.pop("top_logprobs", None)  # top_logprobs asks for nothing without the include
     builder = _Messages(reasoning_field, developer_role, out.names)
@@ -119,13 +110,6 @@ def translate(
 def _context_error(exc: GatewayError, index: int) -> GatewayError:
     message = f"item {index} of the previous response's context cannot be sent: {exc.message}"
     return GatewayError(exc.status, message, code=exc.code, param="previous_response_id")
-
-
-def _refused_keys(obj: Mapping[str, Any], where: str) -> None:
-    """A 400 for a key of ``REFUSED_KEYS`` that ``obj`` sets (not null, not false)."""
-    for key, why in REFUSED_KEYS.items():
-        if obj.get(key) not in (None, False):
-            raise unsupported(f"{where}.{key}", why)
 
 
 # -- the converters the table names -----------------------------------------------------
@@ -163,12 +147,12 @@ def _tools(value: list[Mapping[str, Any]], out: _Out) -> None:
 
 def _tool(tool: Mapping[str, Any], where: str, out: _Out) -> list[dict[str, Any]]:
     kind = tool["type"]
-    _refused_keys(tool, where)
+    refuse_keys(tool, "responses", where)
     if kind in ("function", "custom"):
         return [_named_tool(tool, "", out.names)]
     if kind == "namespace":
         for j, sub in enumerate(tool["tools"]):
-            _refused_keys(sub, f"{where}.tools[{j}]")
+            refuse_keys(sub, "responses", f"{where}.tools[{j}]")
         return [_named_tool(sub, tool["name"] + ".", out.names) for sub in tool["tools"]]
     if kind == "tool_search" and tool.get("execution") == "client":  # else hosted
         fn = {
@@ -265,7 +249,7 @@ class _Messages:
 
     def add(self, item: Mapping[str, Any], where: str) -> None:
         kind = item["type"]
-        _refused_keys(item, where)
+        refuse_keys(item, "responses", where)
         if kind == "message":
             self._message(item, where)
         elif kind in CALLS:
@@ -298,7 +282,7 @@ class _Messages:
         role = item["role"]
         parts = item["content"]
         for j, part in enumerate(parts):
-            _refused_keys(part, f"{where}.content[{j}]")
+            refuse_keys(part, "responses", f"{where}.content[{j}]")
         if role == "assistant":
             self.out.append(self._assistant_message(parts, where))
             return

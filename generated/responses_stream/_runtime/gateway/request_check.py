@@ -10,7 +10,7 @@ a field whose fate is ``refused`` is a 400 unless its value is one its row still
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 import msgspec
@@ -67,6 +67,35 @@ def translated(body: Mapping[str, Any], route: str) -> dict[str, Any]:
     return {k: v for k, v in body.items() if v is not None and fields[k]["fate"] == "translated"}
 
 
+def translate_rows(
+    body: Mapping[str, Any],
+    route: str,
+    out: dict[str, Any],
+    converters: Mapping[str, Callable[[Any, Any], None]],
+    built: Collection[str],
+) -> None:
+    """Each field of ``body`` its route translates, put in ``out``: by the converter its
+    row names (``by``), else as it is under its ``to`` name; a field whose ``to`` is in
+    ``built`` is the caller's to build."""
+    fields = ROUTES[route]["fields"]
+    for name, value in translated(body, route).items():
+        row = fields[name]
+        if row["to"] in built:
+            continue
+        if "by" in row:
+            converters[row["by"]](value, out)
+        else:
+            out[row["to"]] = value
+
+
+def refuse_keys(obj: Mapping[str, Any], route: str, where: str) -> None:
+    """A 400 for a key the route's table refuses wherever it is set (not null, not
+    false) that ``obj``, an item, a message, a part or a tool at ``where``, sets."""
+    for key, why in ROUTES[route]["keys"].items():
+        if obj.get(key) not in (None, False):
+            raise unsupported(f"{where}.{key}", why)
+
+
 def _tagged(body: Mapping[str, Any], defaults: Mapping[str, Any]) -> Mapping[str, Any]:
     """``body`` with the tags its list members left out filled in (an input item with a
     role and no type is a message); ``body`` itself when none is missing."""
@@ -110,19 +139,13 @@ def schema_error(message: str) -> GatewayError:
             code="missing_required_parameter",
             param=name,
         )
+    said = what[:1].lower() + what[1:]
     bound = _BOUND.match(what)
     if bound:
         code = _BOUND_CODES.get((bound["type"], bound["op"][0]), "invalid_value")
-        return GatewayError(
-            400, f"Invalid '{param}': {what[0].lower()}{what[1:]}.", code=code, param=param
-        )
+        return GatewayError(400, f"Invalid '{param}': {said}.", code=code, param=param)
     if " matching regex " in what:
-        return GatewayError(
-            400,
-            f"Invalid '{param}': {what[0].lower()}{what[1:]}.",
-            code="invalid_value",
-            param=param,
-        )
+        return GatewayError(400, f"Invalid '{param}': {said}.", code="invalid_value", param=param)
     if what.startswith("Invalid enum value") or what.startswith("Invalid value"):
         value = what.split(" ", 3)[-1] if what.startswith("Invalid enum") else what[14:]
         return GatewayError(
@@ -133,10 +156,7 @@ def schema_error(message: str) -> GatewayError:
         )
     if what.startswith("Expected"):
         return GatewayError(
-            400,
-            f"Invalid type for '{param}': {what[0].lower()}{what[1:]}.",
-            code="invalid_type",
-            param=param,
+            400, f"Invalid type for '{param}': {said}.", code="invalid_type", param=param
         )
     return GatewayError(400, f"Invalid '{param}': {what}.", code="invalid_value", param=param)
 

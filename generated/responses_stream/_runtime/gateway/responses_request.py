@@ -11,12 +11,10 @@ import secrets
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..._requests import ROUTES
 from .errors import bad_request, unsupported
 from .items import ID_PREFIXES
+from .request_check import refuse_keys, translate_rows
 
-FIELDS: dict[str, dict[str, Any]] = ROUTES["chat"]["fields"]
-REFUSED_KEYS: dict[str, str] = ROUTES["chat"]["keys"]  # refused on messages and parts -> why
 LOGPROBS = "message.output_text.logprobs"  # the include that asks for them
 PARTS = {"text": "input_text", "image_url": "input_image", "file": "input_file"}
 
@@ -24,21 +22,14 @@ PARTS = {"text": "input_text", "image_url": "input_image", "file": "input_file"}
 def responses_request(body: Mapping[str, Any]) -> dict[str, Any]:
     """The Responses body for the checked chat ``body``; a 400 for what cannot be sent."""
     out: dict[str, Any] = {}
-    for name, value in body.items():
-        row = FIELDS[name]
-        if value is None or row["fate"] != "translated" or row.get("to") in ("model", "input"):
-            continue
-        if "by" in row:
-            CONVERTERS[row["by"]](value, out, name)
-        else:
-            out[row["to"]] = value
+    translate_rows(body, "chat", out, CONVERTERS, ("model", "input"))
     if "include" not in out:  # top_logprobs asks for nothing without logprobs: true
         out.pop("top_logprobs", None)
     return {"model": body["model"], "input": _input(body["messages"]), "stream": True, **out}
 
 
 # -- the converters the table names -----------------------------------------------------
-def _max_tokens(value: int, out: dict[str, Any], name: str) -> None:
+def _max_tokens(value: int, out: dict[str, Any]) -> None:
     """``max_completion_tokens`` or (the older name) ``max_tokens``: the output limit."""
     if out.setdefault("max_output_tokens", value) != value:
         raise bad_request(
@@ -46,36 +37,34 @@ def _max_tokens(value: int, out: dict[str, Any], name: str) -> None:
         )
 
 
-def _logprobs(value: bool, out: dict[str, Any], name: str) -> None:
+def _logprobs(value: bool, out: dict[str, Any]) -> None:
     if value:
         out["include"] = [LOGPROBS]
 
 
-def _reasoning_effort(value: str, out: dict[str, Any], name: str) -> None:
+def _reasoning_effort(value: str, out: dict[str, Any]) -> None:
     out["reasoning"] = {"effort": value}
 
 
-def _verbosity(value: str, out: dict[str, Any], name: str) -> None:
+def _verbosity(value: str, out: dict[str, Any]) -> None:
     out.setdefault("text", {})["verbosity"] = value
 
 
-def _response_format(value: Mapping[str, Any], out: dict[str, Any], name: str) -> None:
+def _response_format(value: Mapping[str, Any], out: dict[str, Any]) -> None:
     fmt: dict[str, Any] = {"type": value["type"]}
     if value["type"] == "json_schema":
         fmt.update(value["json_schema"])
     out.setdefault("text", {})["format"] = fmt
 
 
-def _tools(value: list[Mapping[str, Any]], out: dict[str, Any], name: str) -> None:
+def _tools(value: list[Mapping[str, Any]], out: dict[str, Any]) -> None:
     out["tools"] = [_tool(tool, f"tools[{i}]") for i, tool in enumerate(value)]
 
 
 def _tool(tool: Mapping[str, Any], where: str) -> dict[str, Any]:
     """A chat tool as the Responses one: its inner object flattened; a function's
     ``strict`` sent false when unset (chat's default), a grammar's fields flattened."""
-    kind = tool["type"]
-    if kind not in ("function", "custom"):
-        raise unsupported(f"{where}.type", f"{kind!r} tools are not served")
+    kind = tool["type"]  # function or custom: the request model takes no other
     inner = tool[kind]
     out: dict[str, Any] = {"type": kind, **inner}
     if kind == "function":
@@ -88,7 +77,7 @@ def _tool(tool: Mapping[str, Any], where: str) -> dict[str, Any]:
     return out
 
 
-def _tool_choice(value: Any, out: dict[str, Any], name: str) -> None:
+def _tool_choice(value: Any, out: dict[str, Any]) -> None:
     if isinstance(value, str):
         out["tool_choice"] = value
     elif value["type"] == "allowed_tools":
@@ -110,7 +99,7 @@ def _named_choice(choice: Mapping[str, Any], where: str) -> dict[str, Any]:
     return {"type": kind, "name": choice[kind]["name"]}
 
 
-Converter = Callable[[Any, dict[str, Any], str], None]
+Converter = Callable[[Any, dict[str, Any]], None]
 CONVERTERS: dict[str, Converter] = {
     "max_tokens": _max_tokens,
     "logprobs": _logprobs,
@@ -130,7 +119,7 @@ def _input(messages: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
         role = msg["role"]
         if role == "function":
             raise unsupported(f"{where}.role", "function messages are deprecated; use tool")
-        _refused_keys(msg, where)
+        refuse_keys(msg, "chat", where)
         if role == "assistant":
             out += _assistant(msg, where)
         elif role == "tool":
@@ -154,15 +143,8 @@ def _parts(content: Any, where: str, role: str) -> list[dict[str, Any]]:
     return [_part(part, f"{where}.content[{j}]", role) for j, part in enumerate(content)]
 
 
-def _refused_keys(obj: Mapping[str, Any], where: str) -> None:
-    """A 400 for a key of ``REFUSED_KEYS`` that ``obj`` sets (not null)."""
-    for key, why in REFUSED_KEYS.items():
-        if obj.get(key) is not None:
-            raise unsupported(f"{where}.{key}", why)
-
-
 def _part(part: Mapping[str, Any], at: str, role: str) -> dict[str, Any]:
-    _refused_keys(part, at)
+    refuse_keys(part, "chat", at)
     kind = part["type"]
     if kind == "refusal" and role == "assistant":
         return {"type": "refusal", "refusal": part["refusal"]}
@@ -225,9 +207,7 @@ def _earlier(kind: str) -> dict[str, Any]:
 
 
 def _call(call: Mapping[str, Any], where: str) -> dict[str, Any]:
-    kind = call["type"]
-    if kind not in ("function", "custom"):
-        raise unsupported(f"{where}.type", f"{kind!r} tool calls are not served")
+    kind = call["type"]  # function or custom: the request model takes no other
     inner = call[kind]
     if kind == "custom":
         return {
