@@ -1,14 +1,11 @@
 """A Responses create request as the Chat Completions request sent upstream.
 
-The body has passed its request model (``request_check``), so each value has the type
-its schema declares.  What a field becomes is its row in the table of fates
-(``spec/requests/responses.yaml``): sent as it is, or by one of the converters here
-(``CONVERTERS``), which the rows name.  What the schemas take and a chat upstream
-cannot (an item kind with no chat message, an image by file id, a key the table's ``keys``
-names) is a 400 naming it; a tool is what the table's ``tools`` says: hosted tools are
-dropped or refused as ``hosted_tools`` says, a dropped one listed in
-``ChatRequest.dropped``.  Tool names a chat upstream would refuse
-are sent under their wire names (``tool_names``).
+The body has passed its request model (``request_check``).  Each field becomes what its
+row in ``spec/requests/responses.yaml`` says: itself, or what a converter here
+(``CONVERTERS``) makes of it.  A tool is what the table's ``tools`` says; a hosted one is
+left out (listed in ``ChatRequest.dropped``) or refused, as ``hosted_tools`` says.  What
+the schemas take and a chat upstream cannot hold is a 400 naming it.  Tool names a chat
+upstream would refuse are sent under their wire names (``ToolNames``).
 """
 
 from __future__ import annotations
@@ -29,12 +26,19 @@ TOOLS: dict[str, dict[str, str]] = ROUTES["responses"]["tools"]  # tool type -> 
 HOSTED = "a chat completions upstream has no hosted tools"
 LOGPROBS = "message.output_text.logprobs"
 HOSTED_POLICIES = ("drop", "refuse")
-TOOL_SEARCH_PARAMETERS = {"type": "object", "properties": {}}
-TOOL_SEARCH_DESCRIPTION = "Search for tools to load for the task at hand."
+TOOL_SEARCH = {
+    "name": "tool_search",
+    "description": "Search for tools to load for the task at hand.",
+    "parameters": {"type": "object", "properties": {}},
+}
 SUMMARY_HEADER = "Summary of the earlier conversation:\n"
-CALLS = ("function_call", "custom_tool_call", "tool_search_call")
 OUTPUTS = ("function_call_output", "custom_tool_call_output", "tool_search_output")
 TEXT_PARTS = ("input_text", "output_text", "text")
+CHAT_CALLS = {  # a call item's type -> the chat tool call's type and the key of its input
+    "function_call": ("function", "arguments"),
+    "custom_tool_call": ("custom", "input"),
+    "tool_search_call": ("function", "arguments"),
+}
 
 
 @dataclass
@@ -86,30 +90,25 @@ def translate(
     translate_rows(body, "responses", out, CONVERTERS, ("model", "messages"))
     if not out.get("logprobs"):
         out.pop("top_logprobs", None)  # top_logprobs asks for nothing without the include
-    builder = _Messages(reasoning_field, developer_role, out.names)
+    messages = _Messages(reasoning_field, developer_role, out.names)
     if body.get("instructions"):
-        builder.out.append({"role": "system", "content": body["instructions"]})
+        messages.out.append({"role": "system", "content": body["instructions"]})
     for i, item in enumerate(items):
-        if i >= context_len:
-            builder.add(item, f"input[{i - context_len}]")
-            continue
         try:
-            builder.add(item, f"input[{i}]")
+            messages.add(item, f"input[{i - context_len if i >= context_len else i}]")
         except GatewayError as exc:
-            raise _context_error(exc, i) from None
-    chat = {
-        "model": body["model"],
-        "messages": builder.out,
-        "stream": True,
-        "stream_options": {"include_usage": True},
-        **out,
-    }
-    return ChatRequest(chat, out.dropped)
+            if i >= context_len:
+                raise
+            why = f"item {i} of the previous response's context cannot be sent: {exc.message}"
+            param = "previous_response_id"
+            raise GatewayError(exc.status, why, code=exc.code, param=param) from None
+    head = {"model": body["model"], "messages": messages.out, "stream": True}
+    return ChatRequest({**head, "stream_options": {"include_usage": True}, **out}, out.dropped)
 
 
-def _context_error(exc: GatewayError, index: int) -> GatewayError:
-    message = f"item {index} of the previous response's context cannot be sent: {exc.message}"
-    return GatewayError(exc.status, message, code=exc.code, param="previous_response_id")
+def _set(obj: Mapping[str, Any], *keys: str) -> dict[str, Any]:
+    """The ``keys`` of ``obj`` that are set (not null), in the order given."""
+    return {key: obj[key] for key in keys if obj.get(key) is not None}
 
 
 # -- the converters the table names -----------------------------------------------------
@@ -119,16 +118,12 @@ def _reasoning(value: Mapping[str, Any], out: _Out) -> None:
 
 
 def _text(value: Mapping[str, Any], out: _Out) -> None:
-    if value.get("verbosity") is not None:
-        out["verbosity"] = value["verbosity"]
-    fmt = value.get("format")
-    kind = fmt.get("type") if fmt else "text"
-    if kind == "json_object":
+    out.update(_set(value, "verbosity"))
+    fmt = value.get("format") or {"type": "text"}
+    if fmt["type"] == "json_object":
         out["response_format"] = {"type": "json_object"}
-    elif kind == "json_schema":
-        assert fmt is not None
-        keys = ("name", "schema", "strict", "description")
-        schema = {k: fmt[k] for k in keys if fmt.get(k) is not None}
+    elif fmt["type"] == "json_schema":
+        schema = _set(fmt, "name", "schema", "strict", "description")
         if "schema" in schema:
             schema["schema"] = dict(schema["schema"])
         out["response_format"] = {"type": "json_schema", "json_schema": schema}
@@ -155,12 +150,8 @@ def _tool(tool: Mapping[str, Any], where: str, out: _Out) -> list[dict[str, Any]
             refuse_keys(sub, "responses", f"{where}.tools[{j}]")
         return [_named_tool(sub, tool["name"] + ".", out.names) for sub in tool["tools"]]
     if kind == "tool_search" and tool.get("execution") == "client":  # else hosted
-        fn = {
-            "name": "tool_search",
-            "description": _or(tool.get("description"), TOOL_SEARCH_DESCRIPTION),
-            "parameters": _or(tool.get("parameters"), TOOL_SEARCH_PARAMETERS),
-        }
-        return [{"type": "function", "function": fn}]
+        function = {**TOOL_SEARCH, **_set(tool, "description", "parameters")}
+        return [{"type": "function", "function": function}]
     if TOOLS[kind]["fate"] == "refused":
         raise unsupported(f"{where}.type", TOOLS[kind]["why"])
     if out.hosted_tools == "refuse":
@@ -169,30 +160,25 @@ def _tool(tool: Mapping[str, Any], where: str, out: _Out) -> list[dict[str, Any]
     return []
 
 
-def _or(value: Any, default: Any) -> Any:
-    return default if value is None else value
+def parameters(value: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A function's parameters schema (a copy), an object of no properties if unset."""
+    return {"type": "object", "properties": {}} if value is None else dict(value)
 
 
 def _named_tool(tool: Mapping[str, Any], prefix: str, names: ToolNames) -> dict[str, Any]:
     """A function or custom tool; a custom tool's grammar nests under ``grammar``."""
-    kind = tool["type"]
-    spec: dict[str, Any] = {"name": names.wire(prefix + tool["name"])}
-    if tool.get("description") is not None:
-        spec["description"] = tool["description"]
+    kind, fmt = tool["type"], tool.get("format")
+    spec = {"name": names.wire(prefix + tool["name"]), **_set(tool, "description")}
     if kind == "function":
-        params = tool.get("parameters")
-        spec["parameters"] = (
-            {"type": "object", "properties": {}} if params is None else dict(params)
-        )
-        if tool.get("strict") is not None:
-            spec["strict"] = tool["strict"]
-    elif tool.get("format") is not None:
-        fmt = tool["format"]
-        spec["format"] = (
-            {"type": "grammar", "grammar": {k: fmt[k] for k in ("definition", "syntax")}}
-            if fmt["type"] == "grammar"
-            else {"type": "text"}
-        )
+        spec["parameters"] = parameters(tool.get("parameters"))
+        spec.update(_set(tool, "strict"))
+    elif fmt is not None and fmt["type"] == "grammar":
+        spec["format"] = {
+            "type": "grammar",
+            "grammar": _set(fmt, "definition", "syntax"),
+        }
+    elif fmt is not None:
+        spec["format"] = {"type": "text"}
     return {"type": kind, kind: spec}
 
 
@@ -252,7 +238,7 @@ class _Messages:
         refuse_keys(item, "responses", where)
         if kind == "message":
             self._message(item, where)
-        elif kind in CALLS:
+        elif kind in CHAT_CALLS:
             self._call(item)
         elif kind == "reasoning":
             self._reasoning(item, where)
@@ -279,8 +265,7 @@ class _Messages:
         return msg
 
     def _message(self, item: Mapping[str, Any], where: str) -> None:
-        role = item["role"]
-        parts = item["content"]
+        role, parts = item["role"], item["content"]
         for j, part in enumerate(parts):
             refuse_keys(part, "responses", f"{where}.content[{j}]")
         if role == "assistant":
@@ -292,13 +277,10 @@ class _Messages:
         self.out.append({"role": chat_role, "content": _chat_content(chat_parts)})
 
     def _assistant_message(self, parts: list[Mapping[str, Any]], where: str) -> dict[str, Any]:
-        texts, refusals = [], []
+        texts = [p["text"] for p in parts if p["type"] in TEXT_PARTS]
+        refusals = [p["refusal"] for p in parts if p["type"] == "refusal"]
         for j, part in enumerate(parts):
-            if part["type"] in TEXT_PARTS:
-                texts.append(part["text"])
-            elif part["type"] == "refusal":
-                refusals.append(part["refusal"])
-            else:
+            if part["type"] not in (*TEXT_PARTS, "refusal"):
                 at = f"{where}.content[{j}].type"
                 raise unsupported(at, "a chat assistant message holds text only")
         msg = self._assistant("".join(texts) if texts or not refusals else None)
@@ -307,37 +289,28 @@ class _Messages:
         return msg
 
     def _call(self, item: Mapping[str, Any]) -> None:
-        call_id, kind = item["call_id"], item["type"]
+        kind, namespace = item["type"], item.get("namespace")
         if kind == "tool_search_call":
             arguments = item.get("arguments")
-            text = arguments if isinstance(arguments, str) else json.dumps(arguments or {})
-            call = {"type": "function", "function": {"name": "tool_search", "arguments": text}}
+            name = "tool_search"
+            value = arguments if isinstance(arguments, str) else json.dumps(arguments or {})
         else:
-            name = item["name"]
-            if item.get("namespace") is not None:
-                name = f"{item['namespace']}.{name}"
-            name = self.names.wire(name)
-            if kind == "custom_tool_call":
-                call = {"type": "custom", "custom": {"name": name, "input": item["input"]}}
-            else:
-                function = {"name": name, "arguments": item["arguments"]}
-                call = {"type": "function", "function": function}
-        self.calls.add(call_id)
+            name = item["name"] if namespace is None else f"{namespace}.{item['name']}"
+            name, value = self.names.wire(name), item[CHAT_CALLS[kind][1]]
+        chat_kind, key = CHAT_CALLS[kind]
+        call = {"type": chat_kind, chat_kind: {"name": name, key: value}}
+        self.calls.add(item["call_id"])
         last = self.out[-1] if self.out else None
         if last is None or last["role"] != "assistant" or self.reasoning:
             last = self._assistant(None)
             self.out.append(last)
-        last.setdefault("tool_calls", []).append({"id": call_id, **call})
+        last.setdefault("tool_calls", []).append({"id": item["call_id"], **call})
 
     def _output(self, item: Mapping[str, Any], where: str) -> None:
         call_id = item.get("call_id")
         if call_id not in self.calls:
-            raise GatewayError(
-                400,
-                f"No tool call found for function call output with call_id {call_id!r}.",
-                code="tool_call_not_found",
-                param="input",
-            )
+            message = f"No tool call found for function call output with call_id {call_id!r}."
+            raise GatewayError(400, message, code="tool_call_not_found", param="input")
         if item["type"] == "tool_search_output":
             content = json.dumps({"tools": item.get("tools") or []})
         else:
@@ -347,9 +320,8 @@ class _Messages:
     def _reasoning(self, item: Mapping[str, Any], where: str) -> None:
         raw = "".join(p["text"] for p in item.get("content") or ())
         summary = "\n\n".join(p["text"] for p in item.get("summary") or () if p["text"])
-        text = raw or summary
-        if text:
-            self.reasoning.append(text)
+        if raw or summary:
+            self.reasoning.append(raw or summary)
         elif item.get("encrypted_content"):
             why = "a chat completions upstream cannot read it"
             raise unsupported(f"{where}.encrypted_content", why)
@@ -357,11 +329,9 @@ class _Messages:
 
 def _chat_content(parts: list[dict[str, Any]]) -> str | list[dict[str, Any]]:
     """One text part as a plain string, none as ``""``, else the list of parts."""
-    if not parts:
-        return ""
     if len(parts) == 1 and parts[0]["type"] == "text":
         return str(parts[0]["text"])
-    return parts
+    return parts or ""
 
 
 def _user_part(part: Mapping[str, Any], at: str, role: str) -> dict[str, Any]:
@@ -375,18 +345,14 @@ def _user_part(part: Mapping[str, Any], at: str, role: str) -> dict[str, Any]:
         raise unsupported(f"{at}.type", f"a chat {role} message holds text only")
     if kind == "input_image":
         if part.get("file_id") is not None:
-            why = "a chat upstream cannot resolve file ids for images"
-            raise unsupported(f"{at}.file_id", why)
+            raise unsupported(f"{at}.file_id", "a chat upstream cannot resolve file ids for images")
         if part.get("image_url") is None:
             raise bad_request(f"{at!r} needs image_url", f"{at}.image_url")
-        image = {"url": part["image_url"]}
-        if part.get("detail") not in (None, "auto"):
-            image["detail"] = part["detail"]
-        return {"type": "image_url", "image_url": image}
+        detail = {} if part.get("detail") in (None, "auto") else {"detail": part["detail"]}
+        return {"type": "image_url", "image_url": {"url": part["image_url"], **detail}}
     if part.get("file_url") is not None:
         raise unsupported(f"{at}.file_url", "a chat upstream takes file data, not a URL")
-    keys = ("file_data", "file_id", "filename")
-    file = {key: part[key] for key in keys if part.get(key) is not None}
+    file = _set(part, "file_data", "file_id", "filename")
     if "file_data" not in file and "file_id" not in file:
         raise bad_request(f"{at!r} needs file_data or file_id", f"{at}.file_data")
     return {"type": "file", "file": file}

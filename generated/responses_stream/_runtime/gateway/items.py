@@ -49,6 +49,11 @@ def _text_part(role: str, text: str) -> dict[str, Any]:
     return {"type": "input_text", "text": text}
 
 
+def new_id(kind: str) -> str:
+    """A new id for an item of type ``kind``."""
+    return ID_PREFIXES.get(kind, DEFAULT_PREFIX) + secrets.token_hex(16)
+
+
 def with_ids(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Copies of ``items``, each with an ``id`` (a new one where it had none)."""
     out = []
@@ -56,7 +61,6 @@ def with_ids(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if item.get("id"):
             out.append(dict(item))
         else:
-            prefix = ID_PREFIXES.get(str(item.get("type")), DEFAULT_PREFIX)
             rest = {k: v for k, v in item.items() if k != "id"}
-            out.append({"id": prefix + secrets.token_hex(16), **rest})
+            out.append({"id": new_id(str(item.get("type"))), **rest})
     return out

@@ -1,22 +1,23 @@
 """A Chat Completions request as the Responses request sent upstream.
 
-The body has passed its request model (``request_check``); what each field becomes is
-its row in the table of fates (``spec/requests/chat.yaml``): sent as it is, or by one
-of the converters here (``CONVERTERS``), which the rows name.
+The body has passed its request model (``request_check``).  Each field becomes what its
+row in ``spec/requests/chat.yaml`` says: itself, or what a converter here
+(``CONVERTERS``) makes of it.
 """
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from .chat_request import parameters
 from .errors import bad_request, unsupported
-from .items import ID_PREFIXES
+from .items import new_id
 from .request_check import refuse_keys, translate_rows
 
 LOGPROBS = "message.output_text.logprobs"  # the include that asks for them
 PARTS = {"text": "input_text", "image_url": "input_image", "file": "input_file"}
+CALLS = {"function": ("function_call", "arguments"), "custom": ("custom_tool_call", "input")}
 
 
 def responses_request(body: Mapping[str, Any]) -> dict[str, Any]:
@@ -32,9 +33,8 @@ def responses_request(body: Mapping[str, Any]) -> dict[str, Any]:
 def _max_tokens(value: int, out: dict[str, Any]) -> None:
     """``max_completion_tokens`` or (the older name) ``max_tokens``: the output limit."""
     if out.setdefault("max_output_tokens", value) != value:
-        raise bad_request(
-            "'max_tokens' and 'max_completion_tokens' differ; give one of them", "max_tokens"
-        )
+        why = "'max_tokens' and 'max_completion_tokens' differ; give one of them"
+        raise bad_request(why, "max_tokens")
 
 
 def _logprobs(value: bool, out: dict[str, Any]) -> None:
@@ -51,27 +51,22 @@ def _verbosity(value: str, out: dict[str, Any]) -> None:
 
 
 def _response_format(value: Mapping[str, Any], out: dict[str, Any]) -> None:
-    fmt: dict[str, Any] = {"type": value["type"]}
-    if value["type"] == "json_schema":
-        fmt.update(value["json_schema"])
-    out.setdefault("text", {})["format"] = fmt
+    """``json_schema``'s inner object flattened into the Responses text format."""
+    out.setdefault("text", {})["format"] = {"type": value["type"], **value.get("json_schema", {})}
 
 
 def _tools(value: list[Mapping[str, Any]], out: dict[str, Any]) -> None:
-    out["tools"] = [_tool(tool, f"tools[{i}]") for i, tool in enumerate(value)]
+    out["tools"] = [_tool(tool) for tool in value]
 
 
-def _tool(tool: Mapping[str, Any], where: str) -> dict[str, Any]:
+def _tool(tool: Mapping[str, Any]) -> dict[str, Any]:
     """A chat tool as the Responses one: its inner object flattened; a function's
     ``strict`` sent false when unset (chat's default), a grammar's fields flattened."""
     kind = tool["type"]  # function or custom: the request model takes no other
     inner = tool[kind]
     out: dict[str, Any] = {"type": kind, **inner}
     if kind == "function":
-        params = inner.get("parameters")
-        out["parameters"] = {"type": "object", "properties": {}} if params is None else dict(params)
-        if out.get("strict") is None:
-            out["strict"] = False
+        out.update(parameters=parameters(inner.get("parameters")), strict=bool(out.get("strict")))
     elif inner.get("format", {}).get("type") == "grammar":
         out["format"] = {"type": "grammar", **inner["format"]["grammar"]}
     return out
@@ -81,11 +76,8 @@ def _tool_choice(value: Any, out: dict[str, Any]) -> None:
     if isinstance(value, str):
         out["tool_choice"] = value
     elif value["type"] == "allowed_tools":
-        allowed = value["allowed_tools"]
-        tools = [
-            _named_choice(t, f"tool_choice.allowed_tools.tools[{i}]")
-            for i, t in enumerate(allowed["tools"])
-        ]
+        allowed, at = value["allowed_tools"], "tool_choice.allowed_tools.tools"
+        tools = [_named_choice(t, f"{at}[{i}]") for i, t in enumerate(allowed["tools"])]
         out["tool_choice"] = {"type": "allowed_tools", "mode": allowed["mode"], "tools": tools}
     else:
         out["tool_choice"] = _named_choice(value, "tool_choice")
@@ -115,22 +107,21 @@ CONVERTERS: dict[str, Converter] = {
 def _input(messages: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for i, msg in enumerate(messages):
-        where = f"messages[{i}]"
-        role = msg["role"]
+        where, role = f"messages[{i}]", msg["role"]
         if role == "function":
             raise unsupported(f"{where}.role", "function messages are deprecated; use tool")
         refuse_keys(msg, "chat", where)
         if role == "assistant":
             out += _assistant(msg, where)
-        elif role == "tool":
-            output = "".join(p["text"] for p in _parts(msg["content"], where, role))
+            continue
+        parts = _parts(msg["content"], where, role)
+        if role == "tool":
+            output = "".join(p["text"] for p in parts)
             out.append(
                 {"type": "function_call_output", "call_id": msg["tool_call_id"], "output": output}
             )
         else:
-            out.append(
-                {"type": "message", "role": role, "content": _parts(msg["content"], where, role)}
-            )
+            out.append({"type": "message", "role": role, "content": parts})
     return out
 
 
@@ -166,20 +157,19 @@ def _part(part: Mapping[str, Any], at: str, role: str) -> dict[str, Any]:
 
 
 def _assistant(msg: Mapping[str, Any], where: str) -> list[dict[str, Any]]:
-    """Reasoning, then the message, then the tool calls (the Responses output order)."""
-    out: list[dict[str, Any]] = []
+    """Reasoning, then the message, then the tool calls (the Responses output order);
+    earlier output items get new ids (Responses servers built on the SDK's types need them)."""
     texts = {msg[k] for k in ("reasoning_content", "reasoning") if msg.get(k) is not None}
     if len(texts) > 1:
-        raise bad_request(
-            f"'{where}.reasoning' and '{where}.reasoning_content' differ; give one of them",
-            f"{where}.reasoning",
-        )
-    if texts and (reasoning := texts.pop()):
+        at = f"{where}.reasoning"
+        raise bad_request(f"'{at}' and '{at}_content' differ; give one of them", at)
+    out: list[dict[str, Any]] = []
+    if reasoning := "".join(texts):
         content = [{"type": "reasoning_text", "text": reasoning}]
-        out.append({**_earlier("reasoning"), "summary": [], "content": content})
-    calls = [
-        _call(c, f"{where}.tool_calls[{k}]") for k, c in enumerate(msg.get("tool_calls") or ())
-    ]
+        out.append(
+            {"type": "reasoning", "id": new_id("reasoning"), "summary": [], "content": content}
+        )
+    calls = [_call(call) for call in msg.get("tool_calls") or ()]
     parts = [
         {"type": "output_text", "text": p["text"], "annotations": []}
         if p["type"] == "input_text"
@@ -192,33 +182,15 @@ def _assistant(msg: Mapping[str, Any], where: str) -> list[dict[str, Any]]:
         # the empty content chat clients send along with tool calls or a refusal
         parts = [p for p in parts if p.get("text") != ""]
     if parts:
-        message = {**_earlier("message"), "status": "completed", "role": "assistant"}
-        out.append({**message, "content": parts})
+        head = {"type": "message", "id": new_id("message"), "status": "completed"}
+        out.append({**head, "role": "assistant", "content": parts})
     if not out and not calls:
         at = f"{where}.content"
         raise bad_request(f"{at!r} is required unless tool_calls is given", at)
     return out + calls
 
 
-def _earlier(kind: str) -> dict[str, Any]:
-    """The head of an earlier output item: its type and a new id (Responses servers
-    built on the SDK's types need one on output messages and reasoning items)."""
-    return {"type": kind, "id": ID_PREFIXES[kind] + secrets.token_hex(16)}
-
-
-def _call(call: Mapping[str, Any], where: str) -> dict[str, Any]:
+def _call(call: Mapping[str, Any]) -> dict[str, Any]:
     kind = call["type"]  # function or custom: the request model takes no other
-    inner = call[kind]
-    if kind == "custom":
-        return {
-            "type": "custom_tool_call",
-            "call_id": call["id"],
-            "name": inner["name"],
-            "input": inner["input"],
-        }
-    return {
-        "type": "function_call",
-        "call_id": call["id"],
-        "name": inner["name"],
-        "arguments": inner["arguments"],
-    }
+    item, key = CALLS[kind]
+    return {"type": item, "call_id": call["id"], "name": call[kind]["name"], key: call[kind][key]}
