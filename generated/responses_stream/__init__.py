@@ -16,7 +16,7 @@ from ._runtime.consumers.to_chat import (
 )
 from ._runtime.consumers.validate import StreamValidator, Violation, validate_payloads
 from ._runtime.core.dialect import Dialect
-from ._runtime.core.errors import TransitionError
+from ._runtime.core.errors import ResponsesStreamError, TransitionError
 from ._runtime.core.ids import CountingIds, RandomIds
 from ._runtime.core.input_form import InputFormError, asse_from_input, sse_from_input
 from ._runtime.core.limits import LimitExceeded, Limits
@@ -99,6 +99,7 @@ __all__ = [
     "ProcessorError",
     "RandomIds",
     "ResponseAccumulator",
+    "ResponsesStreamError",
     "ResponsesToChat",
     "SSEDecodeError",
     "SSEEncoder",

@@ -32,7 +32,7 @@ from typing import IO, Any
 
 from .consumers.to_chat import chat_sse_from_sse
 from .consumers.validate import ERROR, HYGIENE, RULES, StreamValidator
-from .core.errors import ProcessorError
+from .core.errors import ProcessorError, ResponsesStreamError
 from .core.input_form import FORMS, InputFormError, sse_from_input
 from .core.sse_parse import SSEParser
 from .inputs.api import _close, _payloads, _setup
@@ -57,7 +57,7 @@ PROG = "python -m responses_stream"
 READ_SIZE = 65536  # the most one read takes; a pipe's read returns what is there
 
 
-class UsageError(Exception):
+class UsageError(ResponsesStreamError):
     """A usage error or unreadable input: one line on stderr, exit code 2."""
 
 

@@ -16,6 +16,8 @@ from typing import Any
 
 import pytest
 
+from ..core.errors import ResponsesStreamError
+
 COLLECTOR = "responses-conformance"
 
 
@@ -59,7 +61,7 @@ class Conformance(pytest.Collector):
         return checker
 
 
-class ScenarioFailed(Exception):
+class ScenarioFailed(ResponsesStreamError):
     """A scenario broke rules; its findings, one per line."""
 
 

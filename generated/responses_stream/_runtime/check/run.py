@@ -16,6 +16,7 @@ from typing import Any
 
 import httpx2
 
+from ..core.errors import BadValue
 from .judge import Judged, judge_json, judge_stream
 from .scenarios import (
     ALL_NAMES,
@@ -135,9 +136,9 @@ def parse_extra_body(given: str | None) -> dict[str, Any]:
     try:
         value = json.loads(given)
     except ValueError as exc:
-        raise ValueError(f"--extra-body is not JSON: {exc}") from None
+        raise BadValue(f"--extra-body is not JSON: {exc}") from None
     if not isinstance(value, dict):
-        raise ValueError("--extra-body must be a JSON object")
+        raise BadValue("--extra-body must be a JSON object")
     return value
 
 
@@ -147,7 +148,7 @@ def parse_prompts(given: Iterable[str]) -> dict[str, str]:
     for option in given:
         name, sep, text = option.partition("=")
         if not sep or name not in BY_NAME or not text:
-            raise ValueError(
+            raise BadValue(
                 f"a prompt is NAME=TEXT with NAME one of {', '.join(BY_NAME)}, not {option!r}"
             )
         out[name] = text
@@ -167,7 +168,7 @@ def selected(
     only, skip = list(only), list(skip)
     for name in [*only, *skip]:
         if name not in ALL_NAMES:
-            raise ValueError(f"no scenario {name!r} (scenarios: {', '.join(ALL_NAMES)})")
+            raise BadValue(f"no scenario {name!r} (scenarios: {', '.join(ALL_NAMES)})")
     names = [n for n in ALL_NAMES if n != STATEFUL or stateful or STATEFUL in only]
     return [n for n in names if (not only or n in only) and n not in skip]
 

@@ -69,6 +69,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeGuard
 
 from ..core.dialect import Dialect
+from ..core.errors import MissingArgument, ResponsesStreamError
 from ..core.processor import TERMINAL_TRANSITION, get_dialect
 from ..core.sse_parse import has_surrogate, join_surrogates
 
@@ -84,7 +85,7 @@ Place = tuple[str | None, int, str]
 OPAQUE_FIELDS = frozenset({"encrypted_content", "fingerprint"})
 
 
-class AccumulateError(ValueError):
+class AccumulateError(ResponsesStreamError, ValueError):
     """The stream cannot be folded into a Response: it breaks the protocol."""
 
 
@@ -347,7 +348,9 @@ class ResponseAccumulator:
             acc._after = earlier._last_seq if after is None else after
             return acc
         if after is None:
-            raise TypeError("resume from a snapshot needs after=, the sequence_number it reflects")
+            raise MissingArgument(
+                "resume from a snapshot needs after=, the sequence_number it reflects"
+            )
         acc = cls(dialect, check_texts=check_texts)
         acc._adopt(earlier, after)
         return acc

@@ -114,7 +114,7 @@ import msgspec
 
 from ..core.convert import loads, normalize_usage
 from ..core.dialect import Dialect
-from ..core.errors import source_failure
+from ..core.errors import BadValue, source_failure
 from ..core.input_form import asse_from_input, sse_from_input
 from ..core.processor import get_dialect
 from ..core.sse_parse import (
@@ -285,9 +285,9 @@ class ResponsesToChat:
         created: int | None = None,
     ) -> None:
         if reasoning not in REASONING_MODES:
-            raise ValueError(f"reasoning must be one of {REASONING_MODES}, not {reasoning!r}")
+            raise BadValue(f"reasoning must be one of {REASONING_MODES}, not {reasoning!r}")
         if hosted not in HOSTED_MODES:
-            raise ValueError(f"hosted must be one of {HOSTED_MODES}, not {hosted!r}")
+            raise BadValue(f"hosted must be one of {HOSTED_MODES}, not {hosted!r}")
         self.reasoning = reasoning
         self.include_usage = include_usage
         self.hosted = hosted

@@ -19,6 +19,7 @@ import msgspec
 import msgspec.inspect as mi
 
 from ..core.dialect import Dialect
+from ..core.errors import BadValue
 from ..core.input_form import sse_from_input
 from ..core.processor import get_dialect
 from ..core.sse_parse import (
@@ -1101,7 +1102,7 @@ def _legacy_fields(dialect: Dialect, legacy: Mapping[str, list[str]]) -> _Legacy
 
 
 def _not_json(constant: str) -> Any:
-    raise ValueError(f"{constant} is not JSON")
+    raise BadValue(f"{constant} is not JSON")
 
 
 def _is_index(value: Any) -> TypeGuard[int]:

@@ -1,10 +1,32 @@
-"""Exceptions raised by the generated emitters and the stream tools, and how a failed
-input source is reported (:func:`source_failure`)."""
+"""Exceptions raised by the generated emitters and the stream tools, the base every
+exception of the package derives from, and how a failed input source is reported
+(:func:`source_failure`)."""
 
 from __future__ import annotations
 
 
-class TransitionError(RuntimeError):
+class ResponsesStreamError(Exception):
+    """The base of every exception this package raises.
+
+    ``except ResponsesStreamError`` catches them all.  Each also derives from the
+    builtin it is a kind of (``ValueError`` for bad input, ``RuntimeError`` for a
+    misuse, ``TimeoutError`` for a timeout), so clauses written for those still work.
+    """
+
+
+class BadValue(ResponsesStreamError, ValueError):
+    """A value the package cannot take: an option, a setting, a URL or a limit."""
+
+
+class MissingArgument(ResponsesStreamError, TypeError):
+    """A call without an argument that what it was given makes necessary."""
+
+
+class NotReady(ResponsesStreamError, RuntimeError):
+    """A method called before the one it depends on has succeeded."""
+
+
+class TransitionError(ResponsesStreamError, RuntimeError):
     """A transition was called where the state machine does not allow it.
 
     This is a programming error in the producer: a delta for an item that is
@@ -22,7 +44,7 @@ class TransitionError(RuntimeError):
         )
 
 
-class ProcessorError(RuntimeError):
+class ProcessorError(ResponsesStreamError, RuntimeError):
     """A misuse of the direct API (``StreamProcessor`` / ``ItemHandle``).
 
     Raised before anything is emitted or any state changes: a delta for an item

@@ -20,6 +20,8 @@ from __future__ import annotations
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
 from itertools import chain
 
+from .errors import BadValue, ResponsesStreamError
+
 FORMS = ("auto", "sse", "jsonl")
 SHOWN = 48  # how many first bytes a message about the input shows
 _FIELDS = (b"data", b"event", b"id", b"retry")
@@ -30,7 +32,7 @@ __all__ = ["FORMS", "EmptyInput", "InputFormError", "asse_from_input", "sse_from
 # (the async reader takes neither form as SSE, as the sync one does when not strict)
 
 
-class InputFormError(ValueError):
+class InputFormError(ResponsesStreamError, ValueError):
     """The input is neither SSE nor JSON lines."""
 
 
@@ -40,7 +42,7 @@ class EmptyInput(InputFormError):
 
 def _check(form: str) -> None:
     if form not in FORMS:
-        raise ValueError(f"input must be one of {FORMS}, not {form!r}")
+        raise BadValue(f"input must be one of {FORMS}, not {form!r}")
 
 
 def form_of(head: bytes, final: bool) -> str | None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .errors import ProcessorError
+from .errors import BadValue, ProcessorError
 
 MIB = 1024 * 1024
 
@@ -39,7 +39,7 @@ class Limits:
             if value is None:
                 continue
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"Limits.{name} must be a positive int or None, got {value!r}")
+                raise BadValue(f"Limits.{name} must be a positive int or None, got {value!r}")
 
 
 DEFAULT_LIMITS = Limits()

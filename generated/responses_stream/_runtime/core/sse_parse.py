@@ -19,6 +19,7 @@ from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
 from typing import Any, NamedTuple
 
 from .convert import loads
+from .errors import BadValue, ResponsesStreamError
 
 DONE_DATA = "[DONE]"
 MIB = 1024 * 1024
@@ -103,7 +104,7 @@ class SSEMessage(NamedTuple):
 _message = tuple.__new__  # SSEMessage(event, data, id) without the keyword handling
 
 
-class SSEDecodeError(ValueError):
+class SSEDecodeError(ResponsesStreamError, ValueError):
     """A message's data is not a JSON object with a string ``type``."""
 
     def __init__(self, index: int, message: SSEMessage, reason: str) -> None:
@@ -116,7 +117,7 @@ class SSEDecodeError(ValueError):
         )
 
 
-class SSELimitError(ValueError):
+class SSELimitError(ResponsesStreamError, ValueError):
     """An event stream went over one of its parser's caps.
 
     ``limit`` is ``"max_line_bytes"`` or ``"max_event_bytes"``, ``value`` the cap and
@@ -137,7 +138,7 @@ class SSELimitError(ValueError):
 
 def _cap(name: str, value: int | None) -> int | None:
     if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-        raise ValueError(f"{name} must be a positive int or None, got {value!r}")
+        raise BadValue(f"{name} must be a positive int or None, got {value!r}")
     return value
 
 

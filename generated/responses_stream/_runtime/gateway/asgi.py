@@ -14,6 +14,7 @@ from collections.abc import Iterable
 
 from starlette.applications import Starlette
 
+from ..core.errors import BadValue
 from .app import create_app as app_for
 from .config import GatewayConfig
 from .config_file import load_config
@@ -63,7 +64,7 @@ def create_app(
     ValueError (one line) for a bad setting.
     """
     if (upstream is None) == (config_file is None):
-        raise ValueError("give either the upstream or a config file")
+        raise BadValue("give either the upstream or a config file")
     listed = os.environ.get(GATEWAY_KEYS_ENV) if api_keys is None else None
     keys = gateway_keys(api_keys or (), listed)
     loaded = load_config(config_file) if config_file is not None else None

@@ -17,6 +17,7 @@ from typing import Any
 
 from ..._requests import ROUTES
 from ..core.convert import declared_tools
+from ..core.errors import BadValue
 from ..core.tool_names import ToolNames
 from .compaction_token import open_summary
 from .errors import GatewayError, bad_request, unsupported
@@ -85,7 +86,7 @@ def translate(
     ``dropped``) or ``refuse`` (a 400).
     """
     if hosted_tools not in HOSTED_POLICIES:
-        raise ValueError(f"hosted_tools must be one of {HOSTED_POLICIES}, not {hosted_tools!r}")
+        raise BadValue(f"hosted_tools must be one of {HOSTED_POLICIES}, not {hosted_tools!r}")
     out = _Out(hosted_tools, ToolNames(declared_tools(body)))
     translate_rows(body, "responses", out, CONVERTERS, ("model", "messages"))
     if not out.get("logprobs"):

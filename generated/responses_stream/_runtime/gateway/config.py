@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..core.errors import BadValue
 from .chat_request import HOSTED_POLICIES
 from .tenancy import LEGACY_POLICIES
 from .upstream import Timeouts
@@ -49,23 +50,23 @@ class GatewayConfig:
 
     def __post_init__(self) -> None:
         if self.upstream is not None and not self.upstream.startswith(("http://", "https://")):
-            raise ValueError(
+            raise BadValue(
                 f"the upstream must be an http:// or https:// URL, not {self.upstream!r}"
             )
         if self.reasoning_field not in REASONING_FIELDS:
-            raise ValueError(f"the reasoning field must be one of {REASONING_FIELDS}")
+            raise BadValue(f"the reasoning field must be one of {REASONING_FIELDS}")
         if self.hosted_tools not in HOSTED_POLICIES:
-            raise ValueError(f"the hosted tools policy must be one of {HOSTED_POLICIES}")
+            raise BadValue(f"the hosted tools policy must be one of {HOSTED_POLICIES}")
         if self.legacy_records not in LEGACY_POLICIES:
-            raise ValueError(f"legacy records must be one of {LEGACY_POLICIES}")
+            raise BadValue(f"legacy records must be one of {LEGACY_POLICIES}")
         if any(not key or key != key.strip() or "," in key for key in self.api_keys):
-            raise ValueError("a gateway key must be non-empty, without commas or spaces around")
+            raise BadValue("a gateway key must be non-empty, without commas or spaces around")
         if self.tenant_secret is not None and len(self.tenant_secret) < 16:
-            raise ValueError("the tenant secret must be at least 16 characters")
+            raise BadValue("the tenant secret must be at least 16 characters")
         if not 0 <= self.shutdown_grace < float("inf"):
-            raise ValueError("the shutdown grace period must be a number of seconds, 0 or more")
+            raise BadValue("the shutdown grace period must be a number of seconds, 0 or more")
         if self.max_body_bytes < 1024:
-            raise ValueError("the body size limit must be at least 1024 bytes")
+            raise BadValue("the body size limit must be at least 1024 bytes")
 
     def __repr__(self) -> str:  # the key stays out of logs and tracebacks
         key = "set" if self.api_key else None

@@ -39,6 +39,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 import yaml
 
+from ..core.errors import ResponsesStreamError
 from .routing import ModelRoute, Router, UpstreamSettings
 from .tenancy import gateway_keys
 from .upstream import Timeouts, Upstream
@@ -82,7 +83,7 @@ class ConfigFile(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     gateway: GatewaySpec = msgspec.field(default_factory=GatewaySpec)
 
 
-class ConfigError(ValueError):
+class ConfigError(ResponsesStreamError, ValueError):
     """A config file fault: ``FILE:LINE: what``."""
 
 

@@ -21,6 +21,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from ..core.errors import ResponsesStreamError
+
 _log = logging.getLogger("responses_stream.gateway")
 LOGGED_MESSAGE_CHARS = 500
 WIRE_TRACE = ("< ", "> ")  # how the websockets library starts a header or frame record
@@ -44,7 +46,7 @@ ERROR_TYPES = {
 }
 
 
-class GatewayError(Exception):
+class GatewayError(ResponsesStreamError):
     """An error answer: ``status``, ``message``, ``type``, ``code``, ``param``, ``headers``."""
 
     def __init__(

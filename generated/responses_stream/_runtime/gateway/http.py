@@ -11,6 +11,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import Receive, Scope, Send
 
+from ..core.errors import BadValue
 from .errors import GatewayError
 
 # The base paths of the gateway's dialects.
@@ -76,7 +77,7 @@ def too_large(limit: int) -> GatewayError:
 
 
 def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON number")
+    raise BadValue(f"{name} is not a JSON number")
 
 
 def _kind(value: Any) -> str:

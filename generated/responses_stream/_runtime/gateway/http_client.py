@@ -28,6 +28,8 @@ from urllib.parse import urlsplit
 
 import httptools
 
+from ..core.errors import BadValue, ResponsesStreamError
+
 # body bytes a response buffers before the socket is no longer read
 HIGH_WATER = 256 * 1024
 
@@ -38,11 +40,11 @@ def _tls_context() -> ssl.SSLContext:
     return ssl.create_default_context()
 
 
-class ClientError(Exception):
+class ClientError(ResponsesStreamError):
     """An exchange with the server failed (it refused, reset, cut or garbled it)."""
 
 
-class ConnectTimeout(TimeoutError):
+class ConnectTimeout(ResponsesStreamError, TimeoutError):
     """No connection to the server within the connect timeout."""
 
 
@@ -61,7 +63,7 @@ class Client:
     ) -> None:
         parts = urlsplit(base_url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError(f"not an http(s) URL: {base_url!r}")
+            raise BadValue(f"not an http(s) URL: {base_url!r}")
         self.host = parts.hostname
         default = 443 if parts.scheme == "https" else 80
         self.port = parts.port or default
@@ -161,7 +163,7 @@ class Client:
             connection.abort()
 
 
-class _NeverAnswered(Exception):
+class _NeverAnswered(ResponsesStreamError):
     """The connection ended before a byte of the answer came."""
 
 

@@ -15,6 +15,7 @@ import logging
 import time
 from typing import Any
 
+from ..core.errors import BadValue
 from .errors import RedactSecrets
 from .request_ids import current_request_id
 
@@ -66,7 +67,7 @@ class JsonFormatter(logging.Formatter):
 def log_config(level: str = "info", fmt: str = "text") -> dict[str, Any]:
     """A ``logging.config.dictConfig`` for uvicorn's loggers and the gateway's."""
     if fmt not in FORMATS:
-        raise ValueError(f"the log format must be one of {FORMATS}")
+        raise BadValue(f"the log format must be one of {FORMATS}")
     filters = {
         "redact": {"()": RedactSecrets},
         "request_id": {"()": RequestIdFilter},

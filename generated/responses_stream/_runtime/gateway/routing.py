@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..core.errors import BadValue
 from .errors import GatewayError
 from .request_ids import note_route
 from .upstream import Timeouts, Upstream
@@ -78,7 +79,7 @@ class Router:
         self.clients = {s.name: c for s, c in upstreams}
         for name in [r.upstream for r in routes] + ([default] if default else []):
             if name not in self.settings:
-                raise ValueError(f"no upstream named {name!r}")
+                raise BadValue(f"no upstream named {name!r}")
         self.exact: dict[str, ModelRoute] = {}
         for r in routes:
             if not r.is_glob:

@@ -20,6 +20,7 @@ from typing import Any
 import uvicorn
 from starlette.applications import Starlette
 
+from ..core.errors import BadValue
 from .asgi import DEFAULT_MAX_BODY, DEFAULT_STORE, create_app
 from .logs import log_config
 from .metrics import MULTIPROCESS_ENV
@@ -102,9 +103,9 @@ def run(options: ServeOptions) -> None:
     logging_setup = log_config(options.log_level, options.log_format)
     logging.config.dictConfig(logging_setup)
     if options.workers < 1:
-        raise ValueError("--workers must be 1 or more")
+        raise BadValue("--workers must be 1 or more")
     if options.workers > 1 and options.store.startswith("memory:"):
-        raise ValueError(
+        raise BadValue(
             "the memory: store is one per process: with --workers, give a store they share"
             " (sqlite:///FILE or redis://...)"
         )

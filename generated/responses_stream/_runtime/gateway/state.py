@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import InitVar, dataclass, field
 
+from ..core.errors import BadValue
 from .admission import Admission
 from .config import GatewayConfig
 from .routing import Router, UpstreamSettings
@@ -31,7 +32,7 @@ class Gateway:
             self.router = routes
             return
         if self.upstream is None or self.config.upstream is None:
-            raise ValueError("the gateway needs an upstream or routes")
+            raise BadValue("the gateway needs an upstream or routes")
         settings = UpstreamSettings(
             "default",
             self.config.upstream,

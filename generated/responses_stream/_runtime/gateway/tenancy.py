@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from ..core.errors import BadValue
 from .errors import GatewayError
 from .http import route_path
 from .store import StoredResponse
@@ -53,7 +54,7 @@ class Tenancy:
 
     def __post_init__(self) -> None:
         if self.legacy_records not in LEGACY_POLICIES:
-            raise ValueError(f"legacy records must be one of {LEGACY_POLICIES}")
+            raise BadValue(f"legacy records must be one of {LEGACY_POLICIES}")
 
     def __repr__(self) -> str:  # keys and secret stay out of logs and tracebacks
         return f"Tenancy(keys={len(self.keys)}, legacy_records={self.legacy_records!r})"

@@ -19,6 +19,7 @@ from collections.abc import AsyncGenerator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
 
+from ..core.errors import NotReady
 from ..core.processor import ProcessorError
 from ..inputs.api import asse_from_chat
 from .chat_request import translate
@@ -132,7 +133,7 @@ class Turn:
         ``response`` at its end and, with ``store``, keeps the turn there (see
         :func:`keep`) once the last frame was taken."""
         if self._frames is None:
-            raise RuntimeError("Turn.start() must succeed first")
+            raise NotReady("Turn.start() must succeed first")
         frames, last = self._frames, b""
         try:
             for frame in self._first:

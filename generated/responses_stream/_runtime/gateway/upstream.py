@@ -27,6 +27,7 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..core.errors import BadValue, NotReady, ResponsesStreamError
 from ..core.sse_parse import SSEMessage, aparse_sse
 from .errors import GatewayError
 from .http_client import Client, ClientError, ConnectTimeout, Response
@@ -74,10 +75,10 @@ class Timeouts:
         for name in ("connect", "read"):
             value = getattr(self, name)
             if not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
-                raise ValueError(f"the {name} timeout must be a positive number of seconds")
+                raise BadValue(f"the {name} timeout must be a positive number of seconds")
 
 
-class UpstreamInterrupted(Exception):
+class UpstreamInterrupted(ResponsesStreamError):
     """The upstream failed after the stream started; ``code`` names how."""
 
     def __init__(self, message: str, code: str) -> None:
@@ -319,7 +320,7 @@ class UpstreamStream:
 
     async def _payloads(self) -> AsyncIterator[str]:
         if self._messages is None:
-            raise RuntimeError("UpstreamStream.open() must succeed before iterating")
+            raise NotReady("UpstreamStream.open() must succeed before iterating")
         first, self._first = self._first, None
         seen = first is not None
         if first is not None:

@@ -52,6 +52,7 @@ from typing import Any
 import msgspec
 
 from ..core.convert import loads, logprobs_from_chat, normalize_usage, resolve_tool, tool_index
+from ..core.errors import ResponsesStreamError
 from ..core.limits import LIMIT_EXCEEDED, LimitExceeded
 from ..core.processor import ItemHandle, StreamProcessor
 from ..core.sse_parse import has_surrogate, join_surrogates, replace_surrogates
@@ -113,7 +114,7 @@ _decode_quick = msgspec.json.Decoder(_QuickChunk).decode
 _PartFast = tuple[ItemHandle, str | None, Any, Any, frozenset[str]]
 
 
-class BadChunk(ValueError):
+class BadChunk(ResponsesStreamError, ValueError):
     """A chunk that cannot be part of a valid chat stream."""
 
     def __init__(self, message: str, code: str = BAD_INPUT) -> None:

@@ -31,7 +31,7 @@ from typing import Any
 
 from ..core import wire
 from ..core.convert import normalize_usage, resolve_tool, tool_index
-from ..core.errors import TransitionError
+from ..core.errors import BadValue, ResponsesStreamError, TransitionError
 from ..core.limits import LIMIT_EXCEEDED, LimitExceeded
 from ..core.processor import INCOMPLETE_REASONS, ItemHandle, ProcessorError, StreamProcessor
 from ..core.stream import TextAcc
@@ -42,11 +42,11 @@ BAD_HARMONY = "invalid_harmony_input"
 """The ``code`` of the ``error`` event sent when Harmony input cannot be converted."""
 
 
-class BadHarmony(ValueError):
+class BadHarmony(ResponsesStreamError, ValueError):
     """Harmony input that cannot be part of a valid stream (the stream is failed)."""
 
 
-class _Unusable(Exception):
+class _Unusable(ResponsesStreamError):
     """A buffered message's text does not give its route's close parameters."""
 
 
@@ -66,7 +66,7 @@ def recipient_source(name: str, recipient: str) -> str:
         return parts[-1]
     if name == "recipient.second":
         return parts[1] if len(parts) > 1 else parts[0]
-    raise ValueError(name)
+    raise BadValue(name)
 
 
 def _uses_text(source: Any) -> bool:
@@ -408,7 +408,7 @@ class HarmonyToResponses:
             except (ValueError, RecursionError):
                 return None
             return args.get(name[5:]) if isinstance(args, Mapping) else None
-        raise ValueError(name)
+        raise BadValue(name)
 
     def _failed(self, exc: Exception) -> None:
         """Bad input: fail the stream; over a limit, then raise ``LimitExceeded``."""

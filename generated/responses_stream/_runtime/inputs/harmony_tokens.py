@@ -16,7 +16,7 @@ import os
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from ..core.errors import TransitionError
+from ..core.errors import BadValue, TransitionError
 from ..core.limits import LimitExceeded
 from ..core.processor import ProcessorError, StreamProcessor, get_dialect
 from .harmony import BAD_HARMONY, HarmonyToResponses
@@ -184,15 +184,13 @@ class HarmonyTokens:
 
     def _check(self, token: Any) -> None:
         if type(token) is not int or token < 0:
-            raise ValueError(f"a Harmony token must be a non-negative int, got {token!r:.80}")
+            raise BadValue(f"a Harmony token must be a non-negative int, got {token!r:.80}")
         if token in self._known or token in self._stops:
             return
         try:
             self.encoding.decode([token])
         except Exception:
-            raise ValueError(
-                f"token {token} is not in the {self.encoding.name} vocabulary"
-            ) from None
+            raise BadValue(f"token {token} is not in the {self.encoding.name} vocabulary") from None
         if len(self._known) < 65536:
             self._known.add(token)
 
@@ -203,7 +201,7 @@ class HarmonyTokens:
             else:
                 self.parser.process(token)
         except Exception as exc:  # openai-harmony's HarmonyError, or its bindings'
-            raise ValueError(f"harmony parser: {exc}") from None
+            raise BadValue(f"harmony parser: {exc}") from None
 
     def _process(self, token: Any) -> None:
         self._check(token)
@@ -256,7 +254,7 @@ class HarmonyTokens:
         role = parser.current_role
         if role != self._assistant:
             name = getattr(role, "value", role)
-            raise ValueError(f"a message from role {name!r} in the model's output")
+            raise BadValue(f"a message from role {name!r} in the model's output")
         self.channel = parser.current_channel
         self.recipient = parser.current_recipient
         self.content_type = parser.current_content_type
@@ -284,7 +282,7 @@ class HarmonyTokens:
         else:  # a message a lenient parser made of a header alone
             role = last.author.role
             if role != self._assistant:
-                raise ValueError(f"a message from role {role.value!r} in the model's output")
+                raise BadValue(f"a message from role {role.value!r} in the model's output")
             self.channel, self.recipient = last.channel, last.recipient
             self.content_type = last.content_type
             self.conv.segment(self.channel, self.recipient, text)

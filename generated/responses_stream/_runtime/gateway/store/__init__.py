@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ...core.errors import BadValue
 from .base import (
     RECORD_FORMAT,
     MemoryStore,
@@ -54,16 +55,14 @@ ACCEPTED = (
 def sqlite_path(url: str) -> Path:
     """The file of a ``sqlite:///`` URL (three slashes, then a relative or absolute path)."""
     if not url.lower().startswith("sqlite:///"):
-        raise ValueError(
-            f"a SQLite store URL is sqlite:///relative.db or sqlite:////abs.db: {url!r}"
-        )
+        raise BadValue(f"a SQLite store URL is sqlite:///relative.db or sqlite:////abs.db: {url!r}")
     rest = url[len("sqlite:///") :]
     if not rest or rest.endswith("/"):
-        raise ValueError(f"the SQLite store URL {url!r} names no file")
+        raise BadValue(f"the SQLite store URL {url!r} names no file")
     if "?" in rest or "#" in rest:
-        raise ValueError(f"the SQLite store URL {url!r} takes no query or fragment")
+        raise BadValue(f"the SQLite store URL {url!r} takes no query or fragment")
     if rest == ":memory:":
-        raise ValueError("an in-memory SQLite store would be lost: use memory: instead")
+        raise BadValue("an in-memory SQLite store would be lost: use memory: instead")
     return Path(rest)
 
 
@@ -85,4 +84,4 @@ def open_store(url: str) -> Store:
         from .sqlite import SQLiteStore
 
         return SQLiteStore(Path(text).expanduser())
-    raise ValueError(f"unknown store {hide_password(text)!r}: use {ACCEPTED}")
+    raise BadValue(f"unknown store {hide_password(text)!r}: use {ACCEPTED}")

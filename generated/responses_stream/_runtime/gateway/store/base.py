@@ -21,12 +21,14 @@ from urllib.parse import urlsplit, urlunsplit
 
 import msgspec
 
+from ...core.errors import BadValue, ResponsesStreamError
+
 RECORD_FORMAT = 2  # 2: the record has its tenant; 1 (before tenancy): it has none
 READ_FORMATS = (1, 2)
 SECRET_BYTES = 32
 
 
-class StoreError(Exception):
+class StoreError(ResponsesStreamError):
     """A backend failed (disk full, Redis down...); the message never shows a password."""
 
 
@@ -42,7 +44,7 @@ class StoredResponse:
     def id(self) -> str:
         value = self.response.get("id")
         if not isinstance(value, str) or not value:
-            raise ValueError("a stored response needs a non-empty string 'id'")
+            raise BadValue("a stored response needs a non-empty string 'id'")
         return value
 
     @property

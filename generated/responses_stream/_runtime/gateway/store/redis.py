@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit, urlunsplit
 
+from ...core.errors import BadValue
 from .base import (
     StoredResponse,
     StoreError,
@@ -53,7 +54,7 @@ def _one_each(query: str, url: str) -> dict[str, str]:
     pairs = parse_qsl(query, keep_blank_values=True)
     options = dict(pairs)
     if len(options) != len(pairs):
-        raise ValueError(f"the Redis store URL {url} repeats a query option")
+        raise BadValue(f"the Redis store URL {url} repeats a query option")
     return options
 
 
@@ -61,7 +62,7 @@ def _ttl(value: str | None) -> int | None:
     if value is None:
         return None
     if not value.isdigit() or int(value) < 1:
-        raise ValueError(f"the Redis store's ttl must be a whole number of seconds >= 1: {value!r}")
+        raise BadValue(f"the Redis store's ttl must be a whole number of seconds >= 1: {value!r}")
     return int(value)
 
 
@@ -70,19 +71,17 @@ def _check_address(url: str, shown: str) -> None:
     parts = urlsplit(url)
     if parts.scheme == "unix":
         if not parts.path or parts.path.endswith("/"):
-            raise ValueError(
-                f"the Redis store URL {shown} names no socket: unix:///path/redis.sock"
-            )
+            raise BadValue(f"the Redis store URL {shown} names no socket: unix:///path/redis.sock")
         return
     try:
         parts.port  # noqa: B018 - urlsplit checks the port when it is read
     except ValueError:
-        raise ValueError(f"the Redis store URL {shown} has a bad port") from None
+        raise BadValue(f"the Redis store URL {shown} has a bad port") from None
     if not parts.hostname:
-        raise ValueError(f"the Redis store URL {shown} names no host: redis://host:port/db")
+        raise BadValue(f"the Redis store URL {shown} names no host: redis://host:port/db")
     db = parts.path.lstrip("/")
     if db and not db.isdigit():
-        raise ValueError(f"the Redis store URL {shown} has a bad database number {db!r}")
+        raise BadValue(f"the Redis store URL {shown} has a bad database number {db!r}")
 
 
 def _shown(url: str, options: dict[str, str]) -> str:
@@ -101,7 +100,7 @@ def parse_redis_url(url: str) -> RedisURL:
     shown = _shown(url, options)
     _check_address(url, shown)
     if not options.get("db", "0").isdigit():
-        raise ValueError(f"the Redis store URL {shown} has a bad database number")
+        raise BadValue(f"the Redis store URL {shown} has a bad database number")
     prefix = options.pop("prefix", DEFAULT_PREFIX)
     ttl = _ttl(options.pop("ttl", None))
     client_url = urlunsplit(parts._replace(query=urlencode(options, quote_via=quote)))
@@ -145,14 +144,12 @@ class RedisStore:
         try:
             self._redis = _client(parsed.client_url)
         except ValueError as exc:  # redis-py's check of its own query options
-            raise ValueError(f"the Redis store URL {self.url}: {exc}") from None
+            raise BadValue(f"the Redis store URL {self.url}: {exc}") from None
         build: Callable[[], object] = self._redis.connection_pool.make_connection
         try:  # builds (never connects) a connection: refuses an option redis-py lacks
             build()
         except TypeError as exc:
-            raise ValueError(
-                f"the Redis store URL {self.url} has an unknown option: {exc}"
-            ) from None
+            raise BadValue(f"the Redis store URL {self.url} has an unknown option: {exc}") from None
 
     def _key(self, response_id: str) -> str:
         return self.prefix + response_id

@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
+from ...core.errors import BadValue
 from .base import StoredResponse, StoreError, decode_record, encode_record, new_secret
 
 T = TypeVar("T")
@@ -47,7 +48,7 @@ def _connect(path: Path) -> sqlite3.Connection:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         reason = exc.strerror or str(exc)
-        raise ValueError(
+        raise BadValue(
             f"cannot create the directory of the SQLite store {path}: {reason}"
         ) from None
     db: sqlite3.Connection | None = None
@@ -61,7 +62,7 @@ def _connect(path: Path) -> sqlite3.Connection:
     except sqlite3.Error as exc:
         if db is not None:
             db.close()
-        raise ValueError(f"cannot open the SQLite store {path}: {exc}") from None
+        raise BadValue(f"cannot open the SQLite store {path}: {exc}") from None
     return db
 
 
