@@ -33,6 +33,7 @@ SCHEMA_FILE = "spec.schema.json"
 
 
 def schema_text() -> str:
+    """The JSON Schema of the spec files, as the spec folder keeps it."""
     return json.dumps(spec_json_schema(), indent=2, sort_keys=True) + "\n"
 
 
@@ -63,6 +64,7 @@ def _writes_schema(spec: Path) -> bool:
 
 
 def cmd_generate(spec: Path, out: Path, overlays: Sequence[Path] = ()) -> int:
+    """Render the spec (with its overlays) and write the package to ``out``."""
     files = render(spec, overlays)
     with locked(out):
         recover(out)
@@ -81,6 +83,7 @@ def cmd_generate(spec: Path, out: Path, overlays: Sequence[Path] = ()) -> int:
 
 
 def cmd_check(spec: Path, out: Path, overlays: Sequence[Path] = ()) -> int:
+    """Render the spec and report every file of ``out`` that differs (exit 1 on drift)."""
     files = render(spec, overlays)
     with locked(out):
         recover(out)
@@ -113,6 +116,7 @@ def _prog() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The ``python -m generator`` command line."""
     prog = _prog()
     parser = argparse.ArgumentParser(
         prog=prog,

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True, order=True)
 class SpecError:
+    """One problem in a spec file, at the line of the key at fault."""
+
     file: str
     line: int
     path: str

@@ -34,6 +34,7 @@ class Source:
         return 1
 
     def error(self, path: Path_, message: str) -> SpecError:
+        """A ``SpecError`` at the line of ``path`` in this file."""
         return SpecError(self.name, self.line(path), ".".join(map(str, path)) or "-", message)
 
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .compile import TypeRef
 from .loader import comment_text
+from .types import TypeRef
 
 __all__ = ["comment_text", "literal", "needs_convert", "pytype"]
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import jinja2
 
-from .compile import Catalog, ItemC, catalogue_dialect
+from .catalog import Catalog, ItemC, catalogue_dialect
 from .model_split import share
 from .models import render_models
 from .pyexpr import comment_text, constname, literal
@@ -19,7 +19,8 @@ from .resources import license_text, version
 from .scenarios import acc_pairs, address_fields, scenarios
 from .schema import dialect_schema
 from .tables import tables
-from .views import DialectView, emitter_views, reads_binding
+from .view_models import DialectView, reads_binding
+from .views import emitter_views
 from .writer import OutputError
 
 TEMPLATES = Path(__file__).parent / "templates"

@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .compile import ADDRESS_FIELDS, Catalog, ItemC, MachineC, Param, TransitionC
+from .catalog import Catalog, ItemC, MachineC, Param, TransitionC
+from .reserved import ADDRESS_FIELDS
 from .types import TypeRef
 
 DELTAS = ("Hel", 'lo, "wörld" ✓\n')
@@ -18,6 +19,8 @@ DELTAS = ("Hel", 'lo, "wörld" ✓\n')
 
 @dataclass
 class Step:
+    """One call of a scenario and the events it is expected to emit."""
+
     method: str
     kwargs: dict[str, Any]
     events: list[tuple[str, str, int]]  # (catalogue event, address, part index or -1)
@@ -25,6 +28,8 @@ class Step:
 
 @dataclass
 class Scenario:
+    """A generated test's run through an item's machine: its start and its calls in order."""
+
     name: str
     init: dict[str, Any]
     steps: list[Step] = field(default_factory=list)
@@ -267,4 +272,5 @@ def acc_pairs(cat: Catalog, item: ItemC) -> list[AccPair]:
 
 
 def address_fields(address: str) -> tuple[str, ...]:
+    """The fields that address an event of ``address``."""
     return ADDRESS_FIELDS[address]

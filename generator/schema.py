@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .compile import ADDRESS_FIELDS, Catalog, DialectC
+from .catalog import Catalog, DialectC
+from .reserved import ADDRESS_FIELDS
 from .types import TypeRef
 
 

@@ -42,6 +42,8 @@ TypeExpr = Annotated[
 
 
 class Strict(BaseModel):
+    """The base of every spec model: unknown keys refused, values frozen."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
@@ -62,6 +64,8 @@ FieldDecl = TypeExpr | FieldSpec
 
 
 class ParamSpec(Strict):
+    """A transition parameter written out: its type, default, whether required, and an example."""
+
     type: TypeExpr
     default: Any = None
     required: bool = True
@@ -73,11 +77,15 @@ ParamDecl = TypeExpr | ParamSpec
 
 
 class AppendAction(Strict):
+    """Append a value to an accumulator."""
+
     acc: str
     source: Ref = Field(alias="from")
 
 
 class SetAction(Strict):
+    """Set a stored field from a value source."""
+
     field: str
     source: Ref | dict[str, Ref] = Field(alias="from")
 
@@ -95,6 +103,8 @@ class Action(Strict):
 
 
 class Emit(Strict):
+    """An event a transition emits, with per-emit field sources and the states it is limited to."""
+
     event: str
     with_: dict[str, Ref | dict[str, Ref]] = Field(
         default_factory=dict, alias="with", description="Per-emit overrides of field sources."
@@ -118,12 +128,16 @@ class Transition(Strict):
 
 
 class State(Strict):
+    """A state of a machine: normal or final, and the transitions out of it."""
+
     type: Literal["normal", "final"] = "normal"
     doc: str = ""
     on: dict[str, str] = Field(default_factory=dict, description="transition name -> target state")
 
 
 class AccumulatorSpec(Strict):
+    """An accumulator a machine builds up from deltas: text or a list."""
+
     kind: Literal["text", "list"] = "text"
     doc: str = ""
 
@@ -161,6 +175,8 @@ class ItemField(Strict):
 
 
 class SlotSpec(Strict):
+    """A slot of an item that holds content parts of the kinds listed."""
+
     parts: list[str]
     doc: str = ""
 
@@ -180,6 +196,8 @@ class PartSpec(Machine):
 
 
 class PartsFile(Strict):
+    """A ``parts`` spec file: the content part kinds."""
+
     kind: Literal["parts"]
     parts: dict[str, PartSpec]
 
@@ -203,6 +221,8 @@ class EventSpec(Strict):
 
 
 class ItemFile(Machine):
+    """An ``item`` spec file: one output item type and its machine."""
+
     kind: Literal["item"]
     type: str = Field(description="The item's wire type, e.g. function_call or acme:search_result.")
     class_: ClassName = None
@@ -222,11 +242,15 @@ class ItemFile(Machine):
 
 
 class EventsFile(Strict):
+    """An ``events`` spec file: events no item file declares."""
+
     kind: Literal["events"]
     events: dict[str, EventSpec]
 
 
 class TypeSpec(Strict):
+    """A named object type: its fields and which of them are optional."""
+
     doc: str = ""
     fields: dict[str, FieldDecl]
     optional: list[str] = Field(
@@ -244,11 +268,15 @@ class TypeSpec(Strict):
 
 
 class TypesFile(Strict):
+    """A ``types`` spec file: named object types."""
+
     kind: Literal["types"]
     types: dict[str, TypeSpec]
 
 
 class ResponseField(Strict):
+    """A field of the response object."""
+
     type: TypeExpr
     default: Any = None
     echo: bool = Field(default=False, description="Copied from the request when present.")
@@ -256,6 +284,8 @@ class ResponseField(Strict):
 
 
 class EnvelopeFile(Machine):
+    """The ``envelope`` spec file: the response's fields and its machine."""
+
     kind: Literal["envelope"]
     doc: str = ""
     items_in: str = Field(description="The state in which items may stream.")
@@ -267,6 +297,8 @@ class EnvelopeFile(Machine):
 
 
 class DialectEvent(Strict):
+    """How a dialect spells one event: its wire type, its fields."""
+
     type: str | None = Field(default=None, description="The wire name in this dialect.")
     fields: dict[str, FieldDecl] | None = Field(
         default=None, description="Replaces the catalogue's payload fields."
@@ -274,10 +306,14 @@ class DialectEvent(Strict):
 
 
 class Framing(Strict):
+    """How a dialect frames its stream (the ``[DONE]`` sentinel)."""
+
     done_sentinel: bool = Field(default=False, description="End the SSE stream with data: [DONE].")
 
 
 class DialectFile(Strict):
+    """A ``dialect`` spec file: how one dialect spells the catalogue."""
+
     kind: Literal["dialect"]
     name: str
     doc: str = ""
@@ -299,16 +335,22 @@ class DialectFile(Strict):
 
 
 class ChatFieldRoute(Strict):
+    """Where a chat delta field goes: an item, and a part of it."""
+
     item: str = Field(description="The item type that takes this delta field.")
     part: str = Field(description="The part kind, opened in that item, that takes the text.")
 
 
 class ChatToolRoute(Strict):
+    """The items chat tool calls become."""
+
     function: str = Field(description="Item type for calls to function tools.")
     custom: str = Field(description="Item type for calls to custom tools.")
 
 
 class ChatRoutesFile(Strict):
+    """The ``chat_routes`` spec file: where each chat delta field goes."""
+
     kind: Literal["chat_routes"]
     doc: str = ""
     fields: dict[str, ChatFieldRoute] = Field(
@@ -319,6 +361,8 @@ class ChatRoutesFile(Strict):
 
 
 class RequestField(Strict):
+    """One request body field's fate on a route, and what makes it so."""
+
     fate: Literal["translated", "caller", "converted", "no_effect", "refused"] = Field(
         description=(
             "translated: sent upstream (as 'to', by the converter 'by'); caller: acted on by "
@@ -358,11 +402,15 @@ class RequestField(Strict):
 
 
 class RequestExtension(Strict):
+    """What a request document takes beyond the vendored schema, with its source."""
+
     schema_: dict[str, Any] = Field(alias="schema", description="The property's JSON schema.")
     source: str = Field(description="Who sends it, or what states it.")
 
 
 class RequestDocumentFile(Strict):
+    """A ``request_document`` spec file: a vendored schema, its additions and bounds."""
+
     kind: Literal["request_document"]
     doc: str = ""
     name: str = Field(description="The name routes give as their document; the models' module.")
@@ -385,6 +433,8 @@ class RequestDocumentFile(Strict):
 
 
 class RequestTool(Strict):
+    """One tool type's fate on the Responses route."""
+
     fate: Literal["translated", "hosted", "refused"] = Field(
         description=(
             "translated: offered to the upstream model; hosted: run by OpenAI's servers, "
@@ -395,6 +445,8 @@ class RequestTool(Strict):
 
 
 class RequestFieldsFile(Strict):
+    """A ``request_fields`` spec file: the fate of every body field of one route."""
+
     kind: Literal["request_fields"]
     doc: str = ""
     route: Literal["responses", "chat", "compact"] = Field(
@@ -424,6 +476,8 @@ HarmonySource = Annotated[
 
 
 class HarmonyMatch(Strict):
+    """What a Harmony message must look like for a route to take it."""
+
     channel: str | None = None
     any_channel: bool = Field(
         default=False, description="Any channel that is a non-empty name (a fallback route)."
@@ -435,6 +489,8 @@ class HarmonyMatch(Strict):
 
 
 class HarmonyRoute(Strict):
+    """The item (and part) a matching Harmony message becomes, and how it opens and closes."""
+
     match: HarmonyMatch
     item: str
     part: str | None = Field(default=None, description="Part kind that takes the text.")
@@ -457,6 +513,8 @@ class HarmonyRoute(Strict):
 
 
 class HarmonyRoutesFile(Strict):
+    """The ``harmony_routes`` spec file: where each Harmony channel goes."""
+
     kind: Literal["harmony_routes"]
     doc: str = ""
     routes: list[HarmonyRoute]

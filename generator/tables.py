@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
-from .compile import Catalog, FieldC, ItemC, MachineC, TransitionC
+from .catalog import Catalog, FieldC, ItemC, MachineC, TransitionC
 from .schema import legacy_fields
 
 TERMINAL = {"done": "completed", "incomplete": "incomplete", "fail": "failed"}
@@ -97,6 +97,7 @@ def _field(f: FieldC) -> dict[str, Any]:
 
 
 def item_table(cat: Catalog, item: ItemC) -> dict[str, Any]:
+    """The JSON table of one item type: its machine, fields, slots and events."""
     m = item.machine
     table = _machine(m)
     table.update(

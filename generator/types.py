@@ -17,6 +17,8 @@ class TypeSyntaxError(ValueError):
 
 @dataclass(frozen=True)
 class TypeRef:
+    """A parsed type expression: a scalar, a list, an enum or a named type, maybe nullable."""
+
     kind: str  # scalar name, "list", "enum" or "named"
     nullable: bool = False
     item: TypeRef | None = None
@@ -24,6 +26,7 @@ class TypeRef:
     name: str = ""
 
     def named_refs(self) -> set[str]:
+        """The named types it refers to."""
         if self.kind == "named":
             return {self.name}
         return self.item.named_refs() if self.item else set()

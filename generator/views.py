@@ -9,386 +9,41 @@ from __future__ import annotations
 import ast
 import json
 import re
-from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
 
-from .compile import (
-    ADDRESS_FIELDS,
-    ENVELOPE_OWN_FIELDS,
-    ActionC,
+from .catalog import (
     Binding,
     Catalog,
     DialectC,
     EmitC,
     ItemC,
-    MachineC,
     Param,
     PartC,
-    TransitionC,
     catalogue_dialect,
 )
+from .method_code import MethodCode, call, code, strip_null, unparse
 from .pyexpr import MUTABLE, constname, literal, needs_convert, pytype
-from .resources import runtime_constant
+from .reserved import ENVELOPE_OWN_FIELDS
 from .schema import dialect_schema
 from .types import TypeRef
+from .view_models import (
+    DialectView,
+    EnvelopeView,
+    Hook,
+    ItemView,
+    Method,
+    Naming,
+    PartView,
+)
 from .writer import OutputError
 
 
-@dataclass
-class Frame:
-    """A delta event's SSE frame put together from bytes, without its model (the ``_sse``
-    twin of a delta transition).
-
-    The payload's fields go out in the model's order: type and sequence number (``head``,
-    a module constant), the address fields, which stay the same while the item or part is
-    open (their bytes are made once and kept in ``cache``), then the transition's
-    arguments.  Only for events whose other fields are all arguments.
-    """
-
-    head: str  # the module constant: SSE prefix, '{"type":...,"sequence_number":'
-    cache: str  # where the address fields' bytes are kept ("p._frame", "self._frame")
-    fixed: str  # the expression of those bytes, through the first argument's key
-    pieces: str  # the expressions that follow the head, comma-separated
-
-
-@dataclass
-class Method:
-    name: str
-    doc: str
-    signature: str
-    prelude: list[str]
-    guard_states: tuple[str, ...]
-    target: str
-    body: list[str]
-    emits: list[str]  # event constructor expressions, in order
-    emit_when: list[tuple[str, ...]]  # per emit: the source states it is limited to, or ()
-    events: list[str]  # catalogue names, in order
-    returns: str  # the return annotation: a list of exactly the event models it may emit
-    closes_part: bool = False
-    final: bool = False
-    part: str = ""  # the part kind for part transitions
-    transition: str = ""
-    frame: Frame | None = None  # how the ``_sse`` twin frames its event without the model
-    prefix: str = ""  # the SSE prefix of its first event: a module constant or the binding's
-    params: list[tuple[str, str]] = field(default_factory=list)  # (name, annotation)
-
-    @property
-    def binds(self) -> bool:
-        """Whether its code reads the dialect's binding (``b``)."""
-        code = [*self.prelude, *self.body, *self.emits, self.signature]
-        return any(reads_binding(c) for c in code)
-
-    @property
-    def sse_binds(self) -> bool:
-        """Whether its ``_sse`` twin reads the binding (the twin has no events list)."""
-        frame = self.frame
-        code = [*self.prelude, *self.body, self.signature]
-        code += [frame.head, frame.fixed, frame.pieces] if frame else [self.prefix, *self.emits]
-        return any(reads_binding(c) for c in code)
-
-
-@dataclass
-class PartView:
-    name: str
-    cls: str
-    state_cls: str
-    index: str
-    slot: str
-    accs: list[tuple[str, str, str]]  # (name, annotation, initial value)
-    snapshot: str
-    methods: list[Method]
-    framed: bool = False  # a method has a Frame: the state keeps its bytes
-    annot: str = ""  # the annotation of its snapshot
-
-
-@dataclass
-class ItemView:
-    type: str
-    wire: str
-    cls: str
-    emitter: str
-    factory: str
-    id_prefix: str
-    doc: str
-    thin: bool
-    init_params: list[str]
-    stored: list[tuple[str, str, str]]  # (attribute, annotation, initial expression)
-    status_type: str
-    initial_status: str
-    accs: list[tuple[str, str, str]]  # (name, annotation, initial value)
-    slots: list[str]
-    parts: list[PartView]
-    snapshot: str
-    methods: list[Method]
-    initial: str
-    finals: list[str]
-    machine: MachineC
-    events: list[str]
-    framed: bool = False  # a method has a Frame: the emitter keeps its bytes
-    annot: str = ""  # the annotation of its snapshot
-    typevars: list[str] = field(default_factory=list)  # its type parameters
-
-    @property
-    def generic(self) -> str:
-        """The class with its type parameters, as its factory returns it."""
-        return f"{self.emitter}[{', '.join(self.typevars)}]" if self.typevars else self.emitter
-
-    @property
-    def any(self) -> str:
-        """The class with ``Any`` for each type parameter."""
-        params = ", ".join("Any" for _ in self.typevars)
-        return f"{self.emitter}[{params}]" if self.typevars else self.emitter
-
-
-@dataclass
-class EnvelopeView:
-    fields: list[tuple[str, str]]  # (name, default expression)
-    params: list[tuple[str, str]]  # (keyword argument of the emitter, annotation)
-    echo: list[str]
-    methods: list[Method]
-    initial: str
-    snapshot: str
-    annot: str = ""  # the annotation of the Response snapshot
-    hooks: list[Hook] = field(default_factory=list)
-
-
-@dataclass
-class Hook:
-    """An event of the envelope that a dialect spells its own way: the shared emitter
-    calls this method, and a dialect that spells the event otherwise overrides it."""
-
-    name: str
-    params: list[tuple[str, str]]  # (name, annotation)
-    returns: str
-    expr: str
-
-    @property
-    def binds(self) -> bool:
-        """Whether its expression reads the dialect's binding."""
-        return reads_binding(self.expr)
-
-
-@dataclass(frozen=True)
-class Naming:
-    """How the emitters, written once for every dialect, name what a dialect changes.
-
-    A model class in ``varying`` and the SSE prefix and head of an event in
-    ``renamed`` are read from the dialect's binding (``b``); everything else is the
-    shared models module (``c``) or a module constant.
-    """
-
-    dialects: tuple[str, ...] = ()
-    varying: frozenset[str] = frozenset()
-    renamed: frozenset[str] = frozenset()
-    respelled: tuple[str, ...] = ()  # the dialects that spell something otherwise
-
-
-@dataclass
-class DialectView:
-    name: str
-    doc: str
-    items: list[ItemView]
-    envelope: EnvelopeView
-    constants: list[tuple[str, str]] = field(default_factory=list)
-    typing_names: list[str] = field(default_factory=list)  # what the emitters import
-    heads: list[tuple[str, str]] = field(default_factory=list)  # Frame heads: name, text
-    bound_models: list[str] = field(default_factory=list)  # the binding's model classes
-    bound_wire: list[tuple[str, str, str]] = field(default_factory=list)  # (field, kind, event)
-    aliases: list[tuple[str, str]] = field(default_factory=list)  # (dialect, its models' alias)
-    respelled: list[str] = field(default_factory=list)  # dialects not spelled as the catalogue
-    prefixes: list[tuple[str, str]] = field(default_factory=list)  # (constant, wire): shared ones
-
-    @property
-    def typevars(self) -> list[str]:
-        """The ResponseEmitter's type parameters: one per class the binding holds."""
-        return [f"_T_{cls}" for cls in self.bound_models]
-
-
-class _Ctx:
-    """Code generation for one machine (item, part of an item, or envelope)."""
-
-    def __init__(
-        self, view: DialectViews, scope: str, owner: str, part: PartC | None = None
-    ) -> None:
-        self.v = view
-        self.scope = scope
-        self.owner = owner
-        self.part = part
-
-    def acc_expr(self, name: str, kind: str) -> str:
-        holder = "p" if self.scope == "part" else "self"
-        attr = f"{holder}.{name}" if self.scope == "part" else f"self._acc_{name}"
-        return f"{attr}.value()" if kind == "text" else f"list({attr})"
-
-    def acc_attr(self, name: str) -> str:
-        return f"p.{name}" if self.scope == "part" else f"self._acc_{name}"
-
-    def source(self, src: str | dict[str, str], ref: TypeRef, machine: MachineC) -> str:
-        if isinstance(src, dict):
-            assert ref.kind == "named", "object sources need a named type"
-            args = ", ".join(
-                f"{k}={self.source(v, self.v.field_type(ref.name, k), machine)}"
-                for k, v in src.items()
-            )
-            return f"{self.v.model(ref.name)}({args})"
-        head, _, tail = src.partition(".")
-        if head == "params":
-            return tail
-        if head == "acc":
-            return self.acc_expr(tail, machine.context[tail].kind)
-        if head == "last":
-            return f"len({self.acc_attr(tail)}) - 1"
-        if head == "field":
-            return f"self.{tail}"
-        if src == "item":
-            return "snap"
-        if src == "part":
-            return "p.snapshot()"
-        if src == "response":
-            return "self.snapshot()"
-        if src == "now":
-            return "now()"
-        if src == "id":
-            return "self.item_id"
-        if src == "status":
-            return "self.status"
-        raise AssertionError(src)
-
-    def event(self, emit: EmitC, machine: MachineC) -> str:
-        ev = self.v.cat.events[emit.event]
-        args = ["sequence_number=next(seq)"]
-        for addr in ADDRESS_FIELDS[ev.address]:
-            args.append(f"{addr}={_ADDRESS_EXPR[addr]}")
-        bindings = self.v.bindings(emit)
-        for b in bindings:
-            args.append(f"{b.name}={self.source(b.source, b.type, machine)}")
-        return f"{self.v.model(ev.cls)}({', '.join(args)})"
-
-    def frame(self, tr: TransitionC, machine: MachineC) -> Frame | None:
-        """The ``Frame`` of a delta transition that emits one event, each of whose fields
-        past its address is one of the transition's arguments; else None."""
-        if tr.name != "delta" or len(tr.emits) != 1 or tr.emits[0].when:
-            return None
-        if tr.target in machine.finals:
-            return None
-        emit = tr.emits[0]
-        ev = self.v.cat.events[emit.event]
-        order = list(self.v.d.overrides.get(ev.name, ev.fields))  # the model's field order
-        sources = {b.name: b.source for b in self.v.bindings(emit)}
-        if not order or sorted(order) != sorted(sources):
-            return None
-        args = []
-        for name in order:
-            src = sources[name]
-            if not isinstance(src, str) or not src.startswith("params."):
-                return None
-            args.append((name, src[len("params.") :]))
-        fixed = []
-        for addr in ADDRESS_FIELDS[ev.address]:
-            fixed += [_key_bytes(addr), f"_encode({_ADDRESS_EXPR[addr]})"]
-        fixed.append(_key_bytes(args[0][0]))
-        pieces = ['b"%d" % next(seq)', "fixed", f"_encode({args[0][1]})"]
-        for name, param in args[1:]:
-            pieces += [_key_bytes(name), f"_encode({param})"]
-        pieces.append(repr(b"}\n\n"))
-        head = self.v.wire_constant("HEAD", ev.name)
-        return Frame(
-            head=head,
-            cache="p._frame" if self.scope == "part" else "self._frame",
-            fixed=f'b"".join(({", ".join(fixed)}))',
-            pieces=", ".join(pieces),
-        )
-
-    def action(self, act: ActionC, machine: MachineC, params: dict[str, Param]) -> str:
-        if act.op == "append":
-            kind: str = machine.context[act.target].kind
-            src = act.source
-            assert isinstance(src, str)
-            value = self.source(src, TypeRef("any"), machine)
-            is_list = src.startswith("params.") and params[src[7:]].type.kind == "list"
-            attr = self.acc_attr(act.target)
-            if kind == "text":
-                # A TextAcc: list.append on the hot path, joined every COMPACT_EVERY deltas.
-                return (
-                    f"{attr}.append({value})\n"
-                    f"if len({attr}) >= {runtime_constant('core/stream.py', 'COMPACT_EVERY')}:\n    {attr}.compact()"
-                )
-            verb = "extend" if kind == "list" and is_list else "append"
-            return f"{attr}.{verb}({value})"
-        if act.op == "set":
-            ftype = self.v.stored_type(self.scope, self.owner, act.target)
-            value = self.source(act.source, _strip_null(ftype), machine)
-            if self.scope == "envelope":
-                return f"self.fields[{literal(act.target)}] = {value}"
-            src = act.source
-            if isinstance(src, str) and src.startswith("params.") and not ftype.nullable:
-                if params[src[7:]].type.nullable or params[src[7:]].default is None:
-                    return f"if {value} is not None:\n    self.{act.target} = {value}"
-            return f"self.{act.target} = {value}"
-        value = act.value[7:] if act.value.startswith("params.") else literal(act.value)
-        if self.scope == "envelope":
-            return f'self.fields["status"] = {value}'
-        return f"self.status = {value}"
-
-    def method(self, tr: TransitionC, machine: MachineC, name: str) -> Method:
-        params = {p.name: p for p in tr.params}
-        sig, prelude = self.v.signature(tr.params, self.owner, tr.name)
-        body = [self.action(a, machine, params) for a in tr.actions]
-        events = [e.event for e in tr.emits]
-        emits = [self.event(e, machine) for e in tr.emits]
-        returns = self.v.returns(events)
-        final = tr.target in machine.finals
-        meth = Method(
-            name=name,
-            doc=tr.doc
-            or f"The {tr.name!r} transition: emits " + (", ".join(events) or "nothing") + ".",
-            signature=sig,
-            prelude=prelude,
-            guard_states=tuple(tr.sources),
-            target=tr.target,
-            body=body,
-            emits=emits,
-            emit_when=[tuple(e.when or ()) for e in tr.emits],
-            events=events,
-            returns=returns,
-            final=final,
-            transition=tr.name,
-            frame=self.frame(tr, machine),
-            prefix=self.v.wire_constant("PREFIX", events[0]) if events else "",
-            params=_params(sig),
-        )
-        return meth
-
-
-_ADDRESS_EXPR = {
-    "item_id": "self.item_id",
-    "output_index": "self.output_index",
-    "content_index": "p.index",
-    "summary_index": "p.index",
-}
-
-
-_BINDS = re.compile(r"(?<![\w.])b\.")
-
-
-def reads_binding(code: str) -> bool:
-    """Whether a piece of generated code reads the dialect's binding (``b``)."""
-    return bool(_BINDS.search(code))
-
-
-def _params(signature: str) -> list[tuple[str, str]]:
-    """A method signature's parameters past ``self``, with their annotations."""
-    args = ast.parse(f"def f({signature}): pass").body[0]
-    assert isinstance(args, ast.FunctionDef)
-    every = args.args.args[1:] + args.args.kwonlyargs
-    return [(a.arg, ast.unparse(a.annotation) if a.annotation else "Any") for a in every]
-
-
-def _key_bytes(name: str) -> str:
-    """The bytes literal of ``,"name":``, as a payload's key follows the one before."""
-    return repr(b"," + msgspec.json.encode(name) + b":")
+def _or_else(value: ast.expr, default: ast.expr) -> ast.expr:
+    """``value if value is not None else default``."""
+    test = ast.Compare(left=value, ops=[ast.IsNot()], comparators=[ast.Constant(None)])
+    return ast.IfExp(test=test, body=value, orelse=default)
 
 
 def _acc(name: str, kind: str) -> tuple[str, str, str]:
@@ -412,10 +67,6 @@ def _named(ref: TypeRef) -> set[str]:
     if ref.kind == "named":
         return {ref.name}
     return _named(ref.item) if ref.kind == "list" and ref.item is not None else set()
-
-
-def _strip_null(ref: TypeRef) -> TypeRef:
-    return TypeRef(ref.kind, False, ref.item, ref.values, ref.name)
 
 
 class DialectViews:
@@ -478,17 +129,20 @@ class DialectViews:
         return f"list[{' | '.join(classes)}]"
 
     def field_type(self, type_name: str, field_name: str) -> TypeRef:
+        """The type of a named type's field."""
         if type_name in self.cat.type_fields:
             return self.cat.type_fields[type_name][field_name]
         return TypeRef("any")
 
     def stored_type(self, scope: str, owner: str, name: str) -> TypeRef:
+        """The type of a field an item, part or the envelope stores."""
         if scope == "envelope":
             return next(f.type for f in self.cat.response_fields if f.name == name)
         item = self.cat.items[owner]
         return next(f.type for f in item.fields if f.name == name)
 
     def bindings(self, emit: EmitC) -> list[Binding]:
+        """The fields of an emitted event with their sources, as the dialect spells the event."""
         override = self.d.overrides.get(emit.event)
         if override is None:
             return emit.bindings
@@ -500,11 +154,11 @@ class DialectViews:
     def constant(self, value: Any, ref: TypeRef) -> str:
         """A module-level constant holding a converted default value."""
         if value in ([], {}):  # empty: any dialect's type converts it the same
-            expr = f"msgspec.convert({literal(value)}, type={pytype(_strip_null(ref), _any)})"
+            expr = f"msgspec.convert({literal(value)}, type={pytype(strip_null(ref), _any)})"
         else:
             if any(n in self.naming.varying for n in _named(ref)):
                 raise AssertionError(f"a default of {ref} differs between dialects")
-            expr = f"msgspec.convert({literal(value)}, type={pytype(_strip_null(ref), 'c')})"
+            expr = f"msgspec.convert({literal(value)}, type={pytype(strip_null(ref), 'c')})"
         name = f"_DEFAULT_{len(self.constants)}"
         for existing, e in self.constants.items():
             if e == expr:
@@ -513,6 +167,7 @@ class DialectViews:
         return name
 
     def signature(self, params: list[Param], owner: str, tr: str) -> tuple[str, list[str]]:
+        """A transition's method signature, and the lines that convert its arguments first."""
         args = ["self"]
         prelude: list[str] = []
         for p in sorted(params, key=lambda p: not p.required):
@@ -537,70 +192,18 @@ class DialectViews:
 
     # -- items ----------------------------------------------------------------
     def item(self, item: ItemC) -> ItemView:
+        """The view of one item type's emitter."""
         self.typevars = set()
+        ctx = MethodCode(self, "item", item.type)
+        init_params, stored, snapshot = self._item_state(item, ctx)
+        methods = self._item_methods(item, ctx)
+        parts = [
+            self.part(self.cat.parts[part_name], slot, item.type)
+            for slot, kinds in item.slots.items()
+            for part_name in kinds
+        ]
         cls = item.cls
         factory = item.type.replace(":", "_").replace("-", "_")
-        ctx = _Ctx(self, "item", item.type)
-        init_params: list[str] = []
-        stored: list[tuple[str, str, str]] = []
-        accs = [_acc(n, a.kind) for n, a in item.machine.context.items()]
-        snap_args = ["id=self.item_id", "status=self.status"]
-        for f in item.fields:
-            spec = f.spec
-            if spec.acc is not None:
-                kind = item.machine.context[spec.acc].kind
-                snap_args.append(f"{f.name}={ctx.acc_expr(spec.acc, kind)}")
-                continue
-            if spec.slot is not None:
-                snap_args.append(f"{f.name}=list(self._slot_{spec.slot})")
-                continue
-            annot = pytype(f.type, self.param_annot)
-            if "init" in spec.model_fields_set:
-                value = (
-                    self.constant(spec.init, f.type)
-                    if needs_convert(f.type) and spec.init is not None
-                    else literal(spec.init)
-                )
-                stored.append((f.name, annot, f"{value}"))
-            elif "default" in spec.model_fields_set:
-                if spec.default is None:
-                    opt = annot if f.type.nullable else f"{annot} | None"
-                    init_params.append(f"{f.name}: {opt} = None")
-                    stored.append((f.name, opt, f.name))
-                else:
-                    init_params.append(f"{f.name}: {annot} | None = None")
-                    stored.append(
-                        (
-                            f.name,
-                            annot,
-                            f"{f.name} if {f.name} is not None else {literal(spec.default)}",
-                        )
-                    )
-            else:
-                init_params.append(f"{f.name}: {annot}")
-                stored.append((f.name, annot, f.name))
-            if spec.optional:
-                snap_args.append(f"{f.name}=self.{f.name} if self.{f.name} is not None else UNSET")
-            else:
-                snap_args.append(f"{f.name}=self.{f.name}")
-        snapshot = f"{self.model(cls)}({', '.join(snap_args)})"
-        methods = []
-        # What closing an open part (its "done") emits, before a final transition's own events.
-        closing: list[str] = []
-        for kinds in item.slots.values():
-            for name in kinds:
-                done = self.cat.parts[name].machine.transitions.get("done")
-                closing += [e.event for e in done.emits] if done else []
-        for tr in item.machine.transitions.values():
-            meth = ctx.method(tr, item.machine, tr.name)
-            meth.closes_part = meth.final and bool(item.slots)
-            if meth.closes_part:
-                meth.returns = self.returns(closing + meth.events)
-            methods.append(meth)
-        parts = []
-        for slot, kinds in item.slots.items():
-            for part_name in kinds:
-                parts.append(self.part(self.cat.parts[part_name], slot, item.type))
         return ItemView(
             type=item.type,
             wire=self.d.item_type(item.type),
@@ -616,7 +219,7 @@ class DialectViews:
             initial_status=literal(
                 "in_progress" if "in_progress" in item.statuses else item.statuses[0]
             ),
-            accs=accs,
+            accs=[_acc(n, a.kind) for n, a in item.machine.context.items()],
             slots=list(item.slots),
             parts=parts,
             snapshot=snapshot,
@@ -630,8 +233,62 @@ class DialectViews:
             typevars=sorted(self.typevars),
         )
 
+    def _item_state(
+        self, item: ItemC, ctx: MethodCode
+    ) -> tuple[list[str], list[tuple[str, str, str]], str]:
+        """An emitter's keyword arguments, the attributes it stores (name, annotation,
+        initial expression) and the expression of its snapshot."""
+        init_params: list[str] = []
+        stored: list[tuple[str, str, str]] = []
+        snap: dict[str, ast.expr] = {"id": code("self.item_id"), "status": code("self.status")}
+        for f in item.fields:
+            spec = f.spec
+            attr = ast.Attribute(value=ast.Name(id="self"), attr=f.name)
+            if spec.acc is not None:
+                snap[f.name] = ctx.acc_value(spec.acc, item.machine.context[spec.acc].kind)
+                continue
+            if spec.slot is not None:
+                snap[f.name] = call("list", code(f"self._slot_{spec.slot}"))
+                continue
+            snap[f.name] = _or_else(attr, code("UNSET")) if spec.optional else attr
+            annot = pytype(f.type, self.param_annot)
+            if "init" in spec.model_fields_set:
+                convert = needs_convert(f.type) and spec.init is not None
+                value = self.constant(spec.init, f.type) if convert else literal(spec.init)
+                stored.append((f.name, annot, value))
+            elif "default" not in spec.model_fields_set:
+                init_params.append(f"{f.name}: {annot}")
+                stored.append((f.name, annot, f.name))
+            elif spec.default is None:
+                opt = annot if f.type.nullable else f"{annot} | None"
+                init_params.append(f"{f.name}: {opt} = None")
+                stored.append((f.name, opt, f.name))
+            else:
+                init_params.append(f"{f.name}: {annot} | None = None")
+                value = unparse(_or_else(ast.Name(id=f.name), code(literal(spec.default))))
+                stored.append((f.name, annot, value))
+        return init_params, stored, unparse(call(self.model(item.cls), **snap))
+
+    def _item_methods(self, item: ItemC, ctx: MethodCode) -> list[Method]:
+        """An emitter's transitions; a final one also returns what closing an open part
+        (its "done") emits, before its own events."""
+        closing: list[str] = []
+        for kinds in item.slots.values():
+            for name in kinds:
+                done = self.cat.parts[name].machine.transitions.get("done")
+                closing += [e.event for e in done.emits] if done else []
+        methods = []
+        for tr in item.machine.transitions.values():
+            meth = ctx.method(tr, item.machine, tr.name)
+            meth.closes_part = meth.final and bool(item.slots)
+            if meth.closes_part:
+                meth.returns = self.returns(closing + meth.events)
+            methods.append(meth)
+        return methods
+
     def part(self, part: PartC, slot: str, owner: str) -> PartView:
-        ctx = _Ctx(self, "part", owner, part)
+        """The view of one content part kind inside an item's emitter."""
+        ctx = MethodCode(self, "part", owner, part)
         cls = part.cls
         args = []
         for f in part.fields:
@@ -660,7 +317,8 @@ class DialectViews:
 
     # -- envelope and dialect -------------------------------------------------
     def envelope(self) -> EnvelopeView:
-        ctx = _Ctx(self, "envelope", "envelope")
+        """The view of the response emitter."""
+        ctx = MethodCode(self, "envelope", "envelope")
         fields = []
         for f in self.cat.response_fields:
             default = f.spec.default
@@ -692,6 +350,7 @@ class DialectViews:
         )
 
     def build(self) -> DialectView:
+        """The view of every emitter of the dialect."""
         items = [self.item(i) for i in self.cat.items.values()]
         env = self.envelope()
         return DialectView(
@@ -749,6 +408,7 @@ def naming_of(cat: Catalog) -> Naming:
 
 
 def dialect_view(cat: Catalog, dialect: DialectC, naming: Naming | None = None) -> DialectView:
+    """The emitter views of one dialect of the catalog."""
     return DialectViews(cat, dialect, naming).build()
 
 

@@ -156,6 +156,7 @@ def _skipped(rel: tuple[str, ...]) -> bool:
 
 
 def read_tree(root: Path) -> dict[str, bytes]:
+    """Every file under ``root`` (caches left out), by relative path."""
     if not root.is_dir():
         return {}
     out = {}

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from generator.compile import HARD_KEYWORDS
+from generator.reserved import HARD_KEYWORDS
 
 ROOT = Path(__file__).resolve().parents[1]
 SNAPSHOTS = Path(__file__).parent / "bad_specs"

@@ -30,7 +30,8 @@ from pathlib import Path
 
 import pytest
 
-from generator.compile import Catalog, MachineC, build_catalog
+from generator.catalog import Catalog, MachineC
+from generator.compile import build_catalog
 from generator.loader import load_dir
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -28,17 +28,17 @@ import pytest
 from hostile_specs import MARKER, HostileItem, hostile_text
 from repo_copy import copy_hand_written
 
-from generator.compile import (
+from generator.compile import build_catalog
+from generator.loader import load_dir
+from generator.render import header
+from generator.reserved import (
     GENERATED_BUILTINS,
     GENERATED_LOCALS,
     GENERATED_MODULE_NAMES,
     GENERATED_NAMES,
     PACKAGE_NAMES,
     PART_STATE_MEMBERS,
-    build_catalog,
 )
-from generator.loader import load_dir
-from generator.render import header
 from generator.writer import STAGE_PREFIX, locked, recover
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -29,17 +29,12 @@ from hostile_specs import FRAGMENTS, MARKER, HostileItem, constants, names
 from hypothesis import event, given
 from hypothesis import strategies as st
 
-from generator.compile import (
-    GENERATED_NAMES,
-    HARD_KEYWORDS,
-    ITEM_AUTO_FIELDS,
-    RESERVED_MEMBERS,
-    build_catalog,
-)
+from generator.compile import build_catalog
 from generator.errors import SpecErrors
 from generator.loader import Source, load_dir, load_file
 from generator.names import emitter_class
 from generator.render import render_all
+from generator.reserved import GENERATED_NAMES, HARD_KEYWORDS, ITEM_AUTO_FIELDS, RESERVED_MEMBERS
 
 ROOT = Path(__file__).resolve().parents[2]
 NAME = "spec/items/hostile.yaml"
