@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
 from itertools import chain
 
+from .aio import aclose
 from .errors import BadValue, ResponsesStreamError
 
 FORMS = ("auto", "sse", "jsonl")
@@ -154,9 +155,7 @@ async def _asse(source: AsyncIterator[bytes], input: str) -> AsyncIterator[bytes
         if lines.open:
             yield b"\n\n"
     finally:
-        aclose = getattr(source, "aclose", None)
-        if aclose is not None:
-            await aclose()
+        await aclose(source)
 
 
 class _JsonLines:

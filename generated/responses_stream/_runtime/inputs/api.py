@@ -29,13 +29,15 @@ from collections.abc import (
     AsyncGenerator,
     AsyncIterable,
     AsyncIterator,
+    Callable,
     Iterable,
     Iterator,
     Mapping,
 )
 from contextlib import aclosing
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
+from ..core.aio import aclose
 from ..core.dialect import Dialect
 from ..core.errors import source_failure
 from ..core.input_form import sse_from_input
@@ -245,17 +247,118 @@ class _Forms:
         return frames + self.conv.end_sse()
 
 
-def _setup(
-    dialect: Dialect | str, request: Mapping[str, Any] | None, model: str | None, **kw: Any
-) -> ChatToResponses:
-    proc = StreamProcessor(get_dialect(dialect), request=request, model=model, **kw)
-    proc.start()
-    return ChatToResponses(proc, request)
+class ChatFeed:
+    """One chat stream converted, sans I/O: each input item in, the events (or SSE
+    frames) it makes out.  The sync and async entry points below only move items in and
+    results out.
+
+    A ``dict``, or a ``str`` that starts with ``{``, goes to the converter directly (the
+    bulk of every stream, at no cost added by the other forms); anything else, and
+    everything once SSE input has come, goes through ``_Forms``.
+    """
+
+    __slots__ = ("conv", "forms", "sse")
+
+    def __init__(
+        self,
+        dialect: Dialect | str,
+        request: Mapping[str, Any] | None,
+        model: str | None,
+        **kw: Any,
+    ) -> None:
+        proc = StreamProcessor(get_dialect(dialect), request=request, model=model, **kw)
+        proc.start()
+        self.conv = ChatToResponses(proc, request)
+        self.forms = _Forms(self.conv)
+        self.sse = False  # SSE input has come: every item goes through the forms
+
+    @property
+    def done(self) -> bool:
+        """The stream has ended: no more input is read."""
+        return self.conv.done
+
+    def start(self) -> list[ResponsesEvent]:
+        """The events of the stream's start."""
+        return self.conv.proc.drain()
+
+    def start_sse(self) -> list[bytes]:
+        """The frames of the stream's start."""
+        return self.conv.proc.drain_sse()
+
+    def events(self, chunk: ChatInput) -> list[ResponsesEvent]:
+        """The events one input item makes."""
+        conv = self.conv
+        if type(chunk) is dict and not self.sse:
+            conv.feed(chunk)
+        elif type(chunk) is str and chunk and chunk[0] == "{" and not self.sse:
+            conv.feed_data(chunk)
+        else:
+            self.forms.feed(chunk)
+            self.sse = self.forms.sse
+        return conv.proc.drain()
+
+    def frames(self, chunk: ChatInput) -> list[bytes]:
+        """The SSE frames one input item makes."""
+        conv = self.conv
+        if type(chunk) is dict and not self.sse:
+            return conv.feed_sse(chunk)
+        if type(chunk) is str and chunk and chunk[0] == "{" and not self.sse:
+            return conv.feed_data_sse(chunk)
+        frames = self.forms.feed_sse(chunk)
+        self.sse = self.forms.sse
+        return frames
+
+    def end(self) -> list[ResponsesEvent]:
+        """The events that end the stream once the input has ended."""
+        self.forms.end()
+        return self.conv.proc.drain()
+
+    def end_sse(self) -> list[bytes]:
+        """The frames that end the stream once the input has ended."""
+        return self.forms.end_sse()
+
+    def fail(self, exc: Exception) -> None:
+        """End the stream as the failure of its source (see ``source_failure``)."""
+        self.conv._fail(*source_failure(exc))
 
 
-# The loops below feed a dict, or a str that starts with "{", to the converter directly
-# (the bulk of every stream, at no cost added by the other forms); anything else, and
-# everything once SSE input has come, goes through ``_Forms``.
+_T = TypeVar("_T")
+Step = Callable[[ChatInput], list[_T]]
+
+
+def _drive(
+    feed: ChatFeed,
+    chunks: Iterable[ChatInput],
+    start: list[_T],
+    step: Step[_T],
+    end: Callable[[], list[_T]],
+) -> Iterator[_T]:
+    """The sync driver: ``start``, each item's results until the stream is done, ``end``."""
+    yield from start
+    for chunk in chunks:
+        yield from step(chunk)
+        if feed.done:
+            return
+    yield from end()
+
+
+async def _adrive(
+    feed: ChatFeed,
+    chunks: AsyncIterable[ChatInput],
+    start: list[_T],
+    step: Step[_T],
+    end: Callable[[], list[_T]],
+) -> AsyncIterator[_T]:
+    """The async driver: as ``_drive``; a source that raises fails the stream, and the
+    source is closed however the stream ends (``_read``)."""
+    for out in start:
+        yield out
+    async with aclosing(_read(feed, chunks)) as reader:
+        async for chunk in reader:
+            for out in step(chunk):
+                yield out
+    for out in end():
+        yield out
 
 
 def events_from_chat(
@@ -268,23 +371,8 @@ def events_from_chat(
 ) -> Iterator[ResponsesEvent]:
     """Typed Responses events for chat input: parsed chunks, ``data:`` payloads, SSE
     lines or SSE bytes (see the module's doc string)."""
-    conv = _setup(dialect, request, model, **kw)
-    yield from conv.proc.drain()
-    forms = _Forms(conv)
-    sse = False
-    for chunk in chunks:
-        if type(chunk) is dict and not sse:
-            conv.feed(chunk)
-        elif type(chunk) is str and chunk and chunk[0] == "{" and not sse:
-            conv.feed_data(chunk)
-        else:
-            forms.feed(chunk)
-            sse = forms.sse
-        yield from conv.proc.drain()
-        if conv.done:
-            return
-    forms.end()
-    yield from conv.proc.drain()
+    feed = ChatFeed(dialect, request, model, **kw)
+    yield from _drive(feed, chunks, feed.start(), feed.events, feed.end)
 
 
 def sse_from_chat(
@@ -296,21 +384,8 @@ def sse_from_chat(
     **kw: Any,
 ) -> Iterator[bytes]:
     """The same stream as SSE frames, with the dialect's closing frame."""
-    conv = _setup(dialect, request, model, **kw)
-    yield from conv.proc.drain_sse()
-    forms = _Forms(conv)
-    sse = False
-    for chunk in chunks:
-        if type(chunk) is dict and not sse:
-            yield from conv.feed_sse(chunk)
-        elif type(chunk) is str and chunk and chunk[0] == "{" and not sse:
-            yield from conv.feed_data_sse(chunk)
-        else:
-            yield from forms.feed_sse(chunk)
-            sse = forms.sse
-        if conv.done:
-            return
-    yield from forms.end_sse()
+    feed = ChatFeed(dialect, request, model, **kw)
+    yield from _drive(feed, chunks, feed.start_sse(), feed.frames, feed.end_sse)
 
 
 async def aevents_from_chat(
@@ -328,24 +403,8 @@ async def aevents_from_chat(
     received.  The source is closed (its ``aclose()``) when the stream ends or is
     abandoned.
     """
-    conv = _setup(dialect, request, model, **kw)
-    for event in conv.proc.drain():
-        yield event
-    forms = _Forms(conv)
-    sse = False
-    async with aclosing(_read(conv, chunks)) as reader:
-        async for chunk in reader:
-            if type(chunk) is dict and not sse:
-                conv.feed(chunk)
-            elif type(chunk) is str and chunk and chunk[0] == "{" and not sse:
-                conv.feed_data(chunk)
-            else:
-                forms.feed(chunk)
-                sse = forms.sse
-            for event in conv.proc.drain():
-                yield event
-    forms.end()
-    for event in conv.proc.drain():
+    feed = ChatFeed(dialect, request, model, **kw)
+    async for event in _adrive(feed, chunks, feed.start(), feed.events, feed.end):
         yield event
 
 
@@ -366,35 +425,27 @@ async def asse_from_chat(
     and end) come as one ``bytes``, the same bytes in fewer pieces: one write each
     for a server, where a frame a write costs a system call each.
     """
-    conv = _setup(dialect, request, model, **kw)
-    for piece in _pieces(conv.proc.drain_sse(), joined):
-        yield piece
-    forms = _Forms(conv)
-    sse = False
-    async with aclosing(_read(conv, chunks)) as reader:
-        async for chunk in reader:
-            if type(chunk) is dict and not sse:
-                frames = conv.feed_sse(chunk)
-            elif type(chunk) is str and chunk and chunk[0] == "{" and not sse:
-                frames = conv.feed_data_sse(chunk)
-            else:
-                frames = forms.feed_sse(chunk)
-                sse = forms.sse
-            for piece in _pieces(frames, joined):
-                yield piece
-    for piece in _pieces(forms.end_sse(), joined):
-        yield piece
-
-
-def _pieces(frames: list[bytes], joined: bool) -> list[bytes]:
-    """``frames`` as ``asse_from_chat`` yields them: each, or all as one (none if none)."""
+    feed = ChatFeed(dialect, request, model, **kw)
     if not joined:
-        return frames
+        async for frame in _adrive(feed, chunks, feed.start_sse(), feed.frames, feed.end_sse):
+            yield frame
+        return
+
+    def step(chunk: ChatInput) -> list[bytes]:
+        return _joined(feed.frames(chunk))
+
+    start, end = _joined(feed.start_sse()), lambda: _joined(feed.end_sse())
+    async for piece in _adrive(feed, chunks, start, step, end):
+        yield piece
+
+
+def _joined(frames: list[bytes]) -> list[bytes]:
+    """``frames`` as one ``bytes`` (none if none)."""
     return [b"".join(frames)] if frames else []
 
 
 async def _read(
-    conv: ChatToResponses, chunks: AsyncIterable[ChatInput]
+    feed: ChatFeed, chunks: AsyncIterable[ChatInput]
 ) -> AsyncGenerator[ChatInput, None]:
     """The chunks of an async source until it ends or the stream is done.
 
@@ -404,21 +455,14 @@ async def _read(
     """
     source = aiter(chunks)
     try:
-        while not conv.done:
+        while not feed.done:
             try:
                 chunk = await anext(source)
             except StopAsyncIteration:
                 return
             except Exception as exc:
-                conv._fail(*source_failure(exc))
+                feed.fail(exc)
                 return
             yield chunk
     finally:
-        await _aclose(source)
-
-
-async def _aclose(source: AsyncIterator[Any]) -> None:
-    """Close an async iterator that can be closed (an async generator, an httpx stream)."""
-    aclose = getattr(source, "aclose", None)
-    if aclose is not None:
-        await aclose()
+        await aclose(source)
