@@ -640,7 +640,7 @@ def test_direct_api_drives_a_new_yaml_item_type(tmp_path: Path) -> None:
     )
     assert gen.returncode == 0, gen.stderr
     runtime = out / "responses_stream" / "_runtime"
-    for name in ("core/processor.py", "inputs/chat.py", "inputs/api.py"):
+    for name in ("core/processor.py", "inputs/chat/general.py", "inputs/api.py"):
         # the hand-written runtime is copied verbatim: no code knows about acme
         generated = (runtime / name).read_text()
         assert (
