@@ -142,6 +142,21 @@ def test_validate_violations_are_1_and_unreadable_file_is_2(tmp_path: Path) -> N
     assert _run("validate").returncode == 2
 
 
+def test_validate_reads_a_stream_as_resumed_only_when_told(tmp_path: Path) -> None:
+    """OpenAI's answer to starting_after=0 (numbered from 1, no response.created): a
+    stream missing its start unless --resumed says it was resumed."""
+    from recordings_support import RESUMED, streams
+
+    [stream] = streams(RESUMED + ".2.jsonl")
+    path = tmp_path / "resumed.sse"
+    path.write_bytes(b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in stream))
+    whole = _run("validate", str(path))
+    assert whole.returncode == 1 and b"SEQ_NOT_FROM_ZERO" in whole.stdout
+    resumed = _run("validate", "--resumed", str(path))
+    assert resumed.returncode == 0, resumed.stdout
+    assert b"CONTINUATION" in resumed.stdout
+
+
 @pytest.mark.parametrize(
     ("content", "says"),
     [

@@ -41,7 +41,8 @@ def test_corpus_covers_at_least_40_reference_streams() -> None:
 def test_reference_recording_has_no_errors(name: str) -> None:
     """0 errors on what OpenAI and Azure send, but for the faults they make themselves."""
     for stream in streams(name):
-        errors = [v for v in validate_payloads(stream) if v.severity == "error"]
+        found = validate_payloads(stream, resumed=is_resumed(stream))  # as it was fetched
+        errors = [v for v in found if v.severity == "error"]
         assert {v.rule for v in errors} == PRODUCER_FAULTS.get(name, set()), [
             str(e) for e in errors
         ]
@@ -69,11 +70,12 @@ def test_genuine_streams_from_before_sequence_numbers_are_warnings() -> None:
 
 def test_a_resumed_stream_is_a_continuation() -> None:
     """OpenAI's answer to GET /responses/{id}?stream=true&starting_after=0: no
-    response.created, numbers from 1.  Checked from there, and said to be a continuation."""
+    response.created, numbers from 1.  Said to be resumed, it is checked from there and
+    reported as a continuation."""
     [resumed] = streams(RESUMED + ".2.jsonl")
     assert is_resumed(resumed) and resumed[0]["sequence_number"] == 1
     for strict in (False, True):
-        found = validate_payloads(resumed, strict=strict)
+        found = validate_payloads(resumed, strict=strict, resumed=True)
         # strict: the usage's cache_write_tokens, which this older stream leaves out
         allowed = {"LEGACY_FIELD"} if strict else set()
         assert {v.rule for v in found if v.severity == "error"} <= allowed
@@ -88,7 +90,7 @@ def _cuts() -> list[list[dict[str, Any]]]:
 
 def test_a_stream_resumed_at_any_event_has_no_errors() -> None:
     for rest in _cuts():
-        found = validate_payloads(rest)
+        found = validate_payloads(rest, resumed=True)
         assert [str(v) for v in found if v.severity == "error"] == []
         assert [v.rule for v in found].count("CONTINUATION") == 1
 
@@ -98,18 +100,40 @@ def test_a_continuation_still_checks_what_it_sees() -> None:
     rest = whole[3:]  # from output_item.added on: the message is opened in the continuation
     assert rest[0]["type"] == "response.output_item.added"
     bad = [{**e, "delta": "X"} if e["type"] == "response.output_text.delta" else e for e in rest]
-    rules = {v.rule for v in validate_payloads(bad) if v.severity == "error"}
+    rules = {v.rule for v in validate_payloads(bad, resumed=True) if v.severity == "error"}
     assert "DONE_TEXT_MISMATCH" in rules
     late = rest[:1] + [e for e in rest[1:] if e["type"] != "response.output_item.done"]
-    assert "MISSING_DONE" in {v.rule for v in validate_payloads(late) if v.severity == "error"}
+    found = validate_payloads(late, resumed=True)
+    assert "MISSING_DONE" in {v.rule for v in found if v.severity == "error"}
     # an event for an index below one the continuation opened was never added
     stray = {**rest[2], "output_index": 0, "sequence_number": 99}
     extra = [*rest[:-1], stray]
-    assert "UNKNOWN_ITEM" not in {v.rule for v in validate_payloads(extra)}  # opened earlier
+    assert "UNKNOWN_ITEM" not in {v.rule for v in validate_payloads(extra, resumed=True)}
     moved = [{**e, "output_index": 1} if "output_index" in e else e for e in rest]
     stray = {**rest[3], "output_index": 0, "sequence_number": moved[-1]["sequence_number"] + 1}
-    rules = {v.rule for v in validate_payloads([*moved[:4], stray, *moved[4:]])}
+    rules = {v.rule for v in validate_payloads([*moved[:4], stray, *moved[4:]], resumed=True)}
     assert "UNKNOWN_ITEM" in rules
+
+
+def test_a_stream_missing_its_start_is_an_error_unless_said_to_be_resumed() -> None:
+    """A server that never sends response.created, numbering from 1, is not a
+    continuation by default: the missing start is an error, with a hint."""
+    [whole] = streams(RESUMED + ".1.jsonl")
+    assert [e["type"] for e in whole[:3]] == [
+        "response.created",
+        "response.queued",
+        "response.in_progress",
+    ]
+    for headless, missing in ((whole[1:], set()), (whole[2:], {"CREATED_NOT_FIRST"})):
+        found = validate_payloads(headless)
+        errors = {v.rule for v in found if v.severity == "error"}
+        assert {"SEQ_NOT_FROM_ZERO", *missing} <= errors
+        assert "CONTINUATION" not in {v.rule for v in found}
+        [start] = [v for v in found if v.rule == "SEQ_NOT_FROM_ZERO"]
+        assert "starting_after" in start.message
+        told = validate_payloads(headless, resumed=True)
+        assert [v.rule for v in told if v.severity == "error"] == []
+        assert [v.rule for v in told].count("CONTINUATION") == 1
 
 
 def test_a_stream_starting_past_zero_with_created_is_still_an_error() -> None:

@@ -227,7 +227,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     if args.file is None:
         raise UsageError("validate: give a FILE, or - for stdin")
     blocks = _stream(args, _blocks(args.file))  # read as it comes, memory stays flat
-    validator = StreamValidator(args.dialect, strict=args.strict)
+    validator = StreamValidator(args.dialect, strict=args.strict, resumed=args.resumed)
     validator.feed_sse(blocks, input="sse")  # a line or event over the caps is SSE_LIMIT
     if validator.index < 0:
         raise UsageError(f"validate: {_where(args)}: the input holds no event")

@@ -238,6 +238,13 @@ def _validate(command: Command) -> None:
         action="store_true",
         help="treat producer-hygiene warnings as errors (for server authors testing their output)",
     )
+    v.add_argument(
+        "--resumed",
+        action="store_true",
+        help="the stream was resumed (GET /responses/{id}?stream=true&starting_after=N): one"
+        " that starts past 0 without response.created is a continuation, not a stream"
+        " missing its start",
+    )
     _input_option(v)
     v.add_argument("file", nargs="?", metavar="FILE", help="a stream file, or - for stdin")
 

@@ -17,9 +17,14 @@ class _Checks:
     """What every check reads and writes: the dialect's tables, the stream's state so
     far, and the violations found (``_add``)."""
 
-    def __init__(self, dialect: Dialect | str = "openai", strict: bool = False) -> None:
+    def __init__(
+        self, dialect: Dialect | str = "openai", strict: bool = False, *, resumed: bool = False
+    ) -> None:
         self.dialect = get_dialect(dialect)
         self.strict = strict
+        # told the stream was resumed (starting_after): one that starts past 0 without
+        # response.created is then read as a continuation, not as a stream missing its start
+        self.may_resume = resumed
         self.legacy: Mapping[str, list[str]] = getattr(self.dialect.tables, "LEGACY", {})
         self._legacy_fields = _legacy_fields(self.dialect, self.legacy)
         self._raw: str | None = None  # the JSON text of the payload being checked, if known

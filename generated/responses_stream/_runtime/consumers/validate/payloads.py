@@ -27,7 +27,8 @@ class _PayloadChecks(_ItemChecks):
             return
         if self.last_seq is None:
             if seq != 0 and not self.resumed:
-                self._add("SEQ_NOT_FROM_ZERO", f"sequence_number starts at {seq}, not 0")
+                hint = "" if self.may_resume else " (a stream resumed with starting_after: say so)"
+                self._add("SEQ_NOT_FROM_ZERO", f"sequence_number starts at {seq}, not 0{hint}")
         elif seq <= self.last_seq:
             self._add("SEQ_NOT_INCREASING", f"sequence_number {seq} after {self.last_seq}")
         self.last_seq = seq

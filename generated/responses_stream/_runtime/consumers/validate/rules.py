@@ -35,8 +35,8 @@ RULES: dict[str, tuple[str, str]] = {
     "SEQ_NOT_FROM_ZERO": (ERROR, "sequence_number does not start at 0"),
     "CONTINUATION": (
         WARNING,
-        "a resumed stream (starting_after): it starts past 0 without response.created; "
-        "what came before it is not checked",
+        "a stream said to be resumed (starting_after) starts past 0 without "
+        "response.created; what came before it is not checked",
     ),
     "SEQ_NOT_INCREASING": (ERROR, "sequence_number does not strictly increase"),
     "NON_STANDARD_EVENT": (ERROR, "an event some servers send that no dialect defines"),

@@ -107,7 +107,12 @@ class StreamValidator(_PayloadChecks):
         if self.index == 0 and "sequence_number" not in payload:
             self.unsequenced = True
             self._add("SEQ_LEGACY", "no sequence_number: read as a stream from an older API")
-        elif self.index == 0 and isinstance(seq, int) and _resumes(seq, kind, self.wire):
+        elif (
+            self.index == 0
+            and self.may_resume
+            and isinstance(seq, int)
+            and _resumes(seq, kind, self.wire)
+        ):
             self.resumed = True
             self.envelope.resume()
             self._add(
@@ -159,13 +164,19 @@ class StreamValidator(_PayloadChecks):
 
 
 def validate_payloads(
-    payloads: Iterable[Any], dialect: Dialect | str = "openai", strict: bool = False
+    payloads: Iterable[Any],
+    dialect: Dialect | str = "openai",
+    strict: bool = False,
+    *,
+    resumed: bool = False,
 ) -> list[Violation]:
     """Every violation in a whole stream of parsed payloads.
 
-    ``strict`` turns the producer-hygiene warnings into errors.
+    ``strict`` turns the producer-hygiene warnings into errors; ``resumed`` says the
+    stream was resumed (``starting_after``), so that one starting past 0 without
+    ``response.created`` is read as a continuation.
     """
-    v = StreamValidator(dialect, strict=strict)
+    v = StreamValidator(dialect, strict=strict, resumed=resumed)
     for payload in payloads:
         v.feed(payload)
     return v.finish()
