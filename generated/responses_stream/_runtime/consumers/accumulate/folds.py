@@ -173,8 +173,9 @@ class _Folds:
             else:
                 parts, final = item.get(slot), done.get(slot)
                 where = f"{slot}[{at}].{held}"
-                if not isinstance(final, list) or len(final) <= at:
-                    raise AccumulateError(f"{wire}: the closing item lacks {where}, which streamed")
+                if not isinstance(final, list) or len(final) <= at:  # as the SDK: taken
+                    self._warn(f"{wire}: the closing item lacks {where}, which streamed; taken")
+                    continue
                 if not isinstance(final[at], Mapping) or not isinstance(parts, list):
                     raise AccumulateError(f"{wire}: {where} is not an object")
                 held_part = _mapping(parts[at]) if at < len(parts) else {}
