@@ -87,7 +87,10 @@ class _Builder(ItemRules, RouteRules):
         rfields = []
         for name, rf in env.response.items():
             self.py_name(env_src, ("response", name), name, "field", ENVELOPE_INIT_NAMES)
-            rfields.append(ResponseFieldC(name, self.typ(env_src, ("response", name), rf.type), rf))
+            ref = self.typ(env_src, ("response", name), rf.type)
+            rfields.append(ResponseFieldC(name, ref, rf))
+            if rf.fill is not None and (not rf.echo or ref.kind != "object"):
+                self.err(env_src, ("response", name, "fill"), "fill is for an echoed object field")
         self.read_optional(env_src, (), env.read_optional, list(env.response))
         envelope = self.machine(env_src, (), "envelope", env, "envelope", "", [])
         self.envelope = envelope

@@ -51,7 +51,20 @@ RESERVED_ENVELOPE = RESERVED_MEMBERS | {
 ENVELOPE_OWN_FIELDS = {"id", "created_at", "output"}
 # Names ``ResponseEmitter.__init__`` uses besides those keyword arguments: a
 # response field of such a name would shadow one.
-ENVELOPE_INIT_NAMES = {"function_tools", "ids", "key", "now", "request", "self", "super"}
+ENVELOPE_INIT_NAMES = {
+    "copy",
+    "dict",
+    "fill",
+    "function_tools",
+    "given",
+    "ids",
+    "isinstance",
+    "key",
+    "now",
+    "request",
+    "self",
+    "super",
+}
 # Names the generated emitters use themselves inside their methods: their own
 # locals and parameters, the module-level names they import or define, and the
 # builtins they call. A transition parameter or an item field (a keyword argument

@@ -280,6 +280,10 @@ class ResponseField(Strict):
     type: TypeExpr
     default: Any = None
     echo: bool = Field(default=False, description="Copied from the request when present.")
+    fill: dict[str, Any] | None = Field(
+        default=None,
+        description="For an echoed object: the keys it gets where the request leaves them out.",
+    )
     doc: str = ""
 
 

@@ -132,6 +132,7 @@ class EnvelopeView:
     initial: str
     snapshot: str
     annot: str = ""  # the annotation of the Response snapshot
+    fills: list[tuple[str, str]] = field(default_factory=list)  # (echoed object, its fill)
     hooks: list[Hook] = field(default_factory=list)
 
 

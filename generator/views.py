@@ -343,6 +343,7 @@ class DialectViews:
             fields=fields,
             params=params,
             echo=[f.name for f in self.cat.response_fields if f.spec.echo],
+            fills=[(f.name, literal(f.spec.fill)) for f in self.cat.response_fields if f.spec.fill],
             methods=methods,
             initial=self.cat.envelope.initial,
             snapshot=self.model("Response"),

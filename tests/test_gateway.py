@@ -206,6 +206,31 @@ def test_open_responses_non_streaming_matches_the_schema(gw: str) -> None:
     assert response["status"] == "completed"
 
 
+@pytest.mark.parametrize(
+    ("given", "echoed"),
+    [
+        ({"reasoning": {}, "text": {}}, {}),
+        ({"reasoning": {"summary": "auto"}}, {"summary": "auto"}),
+        ({"text": {"verbosity": "low"}}, {"verbosity": "low"}),
+    ],
+)
+def test_echoed_reasoning_and_text_hold_what_the_schema_requires(
+    gw: str, given: dict[str, Any], echoed: dict[str, Any]
+) -> None:
+    """``reasoning: {}`` and ``text: {}`` are echoed with the keys the response schema
+    requires (effort and summary, a format), as OpenAI's API fills them; what the request
+    gave is kept."""
+    body = {"model": "fake-model", "input": "Say hello.", **given}
+    for stream in (False, True):
+        raw = httpx.post(gw + OR + "/responses", json={**body, "stream": stream}, timeout=30)
+        response = parse_sse(raw.text)[0][-1]["response"] if stream else raw.json()
+        assert schema_errors("ResponseResource", response) == [], stream
+        if "reasoning" in given:
+            assert response["reasoning"] == {"effort": None, "summary": None, **echoed}
+        if "text" in given:
+            assert response["text"] == {"format": {"type": "text"}, **echoed}
+
+
 def test_open_responses_streaming_matches_the_schema(gw: str) -> None:
     body = {"model": "fake-model", "input": "Count from 1 to 5.", "stream": True}
     raw = httpx.post(gw + OR + "/responses", json=body, timeout=30).text
@@ -317,6 +342,10 @@ def test_unknown_routes_answer_in_the_error_shape(gw: str) -> None:
     assert missing.status_code == 404 and "no such route" in missing.json()["error"]["message"]
     wrong = httpx.put(gw + "/v1/responses")
     assert wrong.status_code == 405 and wrong.json()["error"]["type"]
+    assert wrong.headers["allow"] == "POST"  # RFC 9110: a 405 names the methods it takes
+    stored = httpx.put(gw + "/v1/responses/resp_1")
+    assert stored.status_code == 405
+    assert set(stored.headers["allow"].split(", ")) >= {"GET", "DELETE"}
 
 
 def test_an_upstream_cut_mid_stream_ends_failed(gw: str) -> None:

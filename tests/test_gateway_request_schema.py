@@ -114,6 +114,15 @@ def test_a_bounded_value_is_refused_on_both_dialects(gw: str, prefix: str) -> No
     assert answer.json()["error"]["param"] == "temperature"
 
 
+@pytest.mark.parametrize("path", ["/v1/responses", "/v1/responses/compact"])
+def test_an_empty_model_is_an_invalid_value_not_a_missing_one(gw: str, path: str) -> None:  # noqa: F811
+    answer = httpx.post(gw + path, json={"model": "", "input": HI}, timeout=30)
+    assert answer.status_code == 400
+    error = answer.json()["error"]
+    assert error["param"] == "model" and error["code"] == "string_below_min_length"
+    assert "missing" not in error["message"].lower()
+
+
 @pytest.mark.parametrize("prefix", ["/v1", "/openresponses/v1"])
 def test_a_message_without_a_type_is_taken_on_both_dialects(gw: str, prefix: str) -> None:  # noqa: F811
     body = {"model": "fake-model", "input": [{"role": "user", "content": HI}]}

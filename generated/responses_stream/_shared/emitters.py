@@ -13,6 +13,7 @@ envelope events a dialect reshapes are methods it overrides (``_emit_*``).
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeAlias
@@ -5390,6 +5391,11 @@ class ResponseEmitter(
         "prompt_cache_key",
         "user",
     )
+    # an echoed object takes these keys where the request leaves them out
+    ECHO_FILLS: ClassVar[dict[str, dict[str, Any]]] = {
+        "text": {"format": {"type": "text"}},
+        "reasoning": {"effort": None, "summary": None},
+    }
     _binding: ClassVar[Binding]  # set by each dialect's subclass
 
     def __init__(
@@ -5470,6 +5476,10 @@ class ResponseEmitter(
             for key in self.ECHO_FIELDS:
                 if request.get(key) is not None:
                     self.fields[key] = request[key]
+            for key, fill in self.ECHO_FILLS.items():
+                given = self.fields[key]
+                if isinstance(given, dict) and not fill.keys() <= given.keys():
+                    self.fields[key] = {**copy.deepcopy(fill), **given}
             if self._binding.echo_tools == "functions" and request.get("tools") is not None:
                 self.fields["tools"] = function_tools(request["tools"])
         if object is not UNSET:

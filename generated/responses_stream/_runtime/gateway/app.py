@@ -165,5 +165,6 @@ async def _health(request: Request) -> Response:
 async def _http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
     message = {404: "no such route", 405: "method not allowed"}.get(exc.status_code, exc.detail)
-    error = GatewayError(exc.status_code, f"{message}: {request.method} {request.url.path}")
-    return error_response(error)
+    where = f"{message}: {request.method} {request.url.path}"
+    # the router's headers kept: a 405 says which methods the route takes (Allow)
+    return error_response(GatewayError(exc.status_code, where, headers=exc.headers))
