@@ -31,7 +31,8 @@ Model names starting with a fault name script it, on both POST routes:
 ``fake-429`` (429 with ``Retry-After: 7``), ``fake-500`` (500), ``fake-cut`` (a few
 chunks, then the connection is closed without ``[DONE]``) and ``fake-slow`` (0.2 s
 between chunks); on the chat route ``fake-error`` sends a few chunks, then the error
-chunk llama.cpp's server sends (:data:`MIDSTREAM_ERROR`) and ends.  A request with
+chunk llama.cpp's server sends (:data:`MIDSTREAM_ERROR`) and ends, and ``fake-pause``
+falls silent for :data:`PAUSE` seconds mid-stream.  A request with
 ``logprobs: true`` gets each answer piece's log probabilities
 (:func:`token_logprob`, ``top_logprobs`` alternatives).
 
@@ -65,6 +66,8 @@ REASONING = ("Considering", " the", " request.")
 JSON_ANSWER = '{"answer": "ok"}'
 CUSTOM_INPUT = "example input"
 SLOW_DELAY = 0.2
+# fake-pause models: the upstream says nothing for PAUSE seconds after PAUSE_AFTER chunks
+PAUSE, PAUSE_AFTER = 1.0, 2
 CUT_AFTER = 6  # chunks (or events) sent before a fake-cut stream is cut
 RATE_LIMIT_ERROR = {
     "error": {
@@ -478,11 +481,14 @@ class _CutResponse(Response):
         # returning with the body unfinished: uvicorn closes the connection
 
 
-async def _paced(frames: Sequence[bytes], delay: float) -> AsyncIterator[bytes]:
-    """``frames`` with ``delay`` seconds between two."""
+async def _paced(frames: Sequence[bytes], delay: float, pause: float = 0.0) -> AsyncIterator[bytes]:
+    """``frames`` with ``delay`` seconds between two, and ``pause`` seconds of silence
+    after the first ``PAUSE_AFTER``."""
     for i, frame in enumerate(frames):
         if i and delay:
             await asyncio.sleep(delay)
+        if i == PAUSE_AFTER and pause:
+            await asyncio.sleep(pause)
         yield frame
 
 
@@ -628,7 +634,8 @@ class ModelUpstream:
             frames = [*frames[:CUT_AFTER], sse_data(MIDSTREAM_ERROR)]
             return StreamingResponse(_paced(frames, delay), media_type="text/event-stream")
         frames.append(b"data: [DONE]\n\n")
-        return StreamingResponse(_paced(frames, delay), media_type="text/event-stream")
+        pause = PAUSE if model.startswith("fake-pause") else 0.0
+        return StreamingResponse(_paced(frames, delay, pause), media_type="text/event-stream")
 
     async def _responses(self, request: Request) -> Response:
         _, body = await self._record(request)
@@ -654,7 +661,8 @@ class ModelUpstream:
         delay = self._pace(model)
         if model.startswith("fake-cut"):
             return _CutResponse(frames[:CUT_AFTER], "text/event-stream", delay)
-        return StreamingResponse(_paced(frames, delay), media_type="text/event-stream")
+        pause = PAUSE if model.startswith("fake-pause") else 0.0
+        return StreamingResponse(_paced(frames, delay, pause), media_type="text/event-stream")
 
 
 def main(argv: Sequence[str] | None = None) -> None:

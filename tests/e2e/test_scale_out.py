@@ -50,6 +50,7 @@ global
     maxconn 2000
 defaults
     mode http
+    option http-no-delay
     timeout connect 2s
     timeout client 60s
     timeout server 60s

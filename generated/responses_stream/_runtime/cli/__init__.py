@@ -357,6 +357,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         log_format=args.log_format,
         workers=args.workers,
         shutdown_grace=args.shutdown_grace,
+        heartbeat=args.heartbeat,
     )
     try:
         run(options)

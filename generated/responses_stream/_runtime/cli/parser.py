@@ -427,6 +427,14 @@ def _serve_policies(g: argparse.ArgumentParser) -> None:
         " (error and response.failed, their records written)",
     )
     g.add_argument(
+        "--heartbeat",
+        type=float,
+        default=15.0,
+        metavar="S",
+        help="while an upstream says nothing, a stream sends an SSE comment every S seconds,"
+        " so that a balancer's idle timeout does not cut it (0: never)",
+    )
+    g.add_argument(
         "--log-format",
         choices=["text", "json"],
         default="text",

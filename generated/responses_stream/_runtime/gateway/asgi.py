@@ -45,6 +45,7 @@ def create_app(
     tenant_secret: str | None = None,
     legacy_records: str = "hidden",
     shutdown_grace: float = 20.0,
+    heartbeat: float = 15.0,
 ) -> Starlette:
     """The gateway for the chat completions server at ``upstream`` (its ``/v1`` base
     URL), or for the upstreams and model routes of ``config_file`` (see
@@ -81,6 +82,7 @@ def create_app(
         tenant_secret=tenant_secret or os.environ.get(TENANT_SECRET_ENV) or None,
         legacy_records=legacy_records,
         shutdown_grace=shutdown_grace,
+        heartbeat=heartbeat,
     )
     if loaded is not None:
         gw = Gateway(config=config, upstream=None, store=open_store(store), routes=loaded.router)

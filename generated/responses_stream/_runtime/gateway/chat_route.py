@@ -43,7 +43,7 @@ async def chat_completions(gw: Gateway, request: Request) -> Response:
         frames = achat_sse_from_responses(
             stream, include_usage=include_usage, reasoning=reasoning, model=model
         )
-        return EventStreamResponse(frames, stream.aclose)
+        return EventStreamResponse(frames, stream.aclose, heartbeat=gw.config.heartbeat)
     conv = ResponsesToChat(reasoning=reasoning, include_usage=True, model=model)
     chunks: list[dict[str, Any]] = []
     try:

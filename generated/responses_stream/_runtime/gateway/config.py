@@ -31,7 +31,9 @@ class GatewayConfig:
     ``tenant_secret``: what tenants are derived with (None: the store's own);
     ``legacy_records``: who sees records from before tenancy (``hidden``: no one,
     ``shared``: everyone);
-    ``shutdown_grace``: how long streams in flight may go on after SIGTERM.
+    ``shutdown_grace``: how long streams in flight may go on after SIGTERM;
+    ``heartbeat``: seconds of an upstream's silence after which a stream sends an SSE
+    comment (0: never).
     """
 
     upstream: str | None = None
@@ -47,6 +49,7 @@ class GatewayConfig:
     tenant_secret: str | None = None
     legacy_records: str = "hidden"
     shutdown_grace: float = 20.0
+    heartbeat: float = 15.0
 
     def __post_init__(self) -> None:
         if self.upstream is not None and not self.upstream.startswith(("http://", "https://")):
@@ -65,6 +68,8 @@ class GatewayConfig:
             raise BadValue("the tenant secret must be at least 16 characters")
         if not 0 <= self.shutdown_grace < float("inf"):
             raise BadValue("the shutdown grace period must be a number of seconds, 0 or more")
+        if not 0 <= self.heartbeat < float("inf"):
+            raise BadValue("the heartbeat must be a number of seconds, 0 (none) or more")
         if self.max_body_bytes < 1024:
             raise BadValue("the body size limit must be at least 1024 bytes")
 

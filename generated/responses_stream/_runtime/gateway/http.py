@@ -17,6 +17,8 @@ from .errors import GatewayError
 # The base paths of the gateway's dialects.
 DIALECT_PREFIXES = {"/v1": "openai", "/openresponses/v1": "openresponses"}
 SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
+# What a stream sends while its upstream is silent: an SSE comment, which clients skip.
+HEARTBEAT = b": keep-alive\n\n"
 # Names the tool types left out of the upstream request (``--hosted-tools drop``).
 DROPPED_TOOLS_HEADER = "x-dropped-tools"
 
@@ -96,17 +98,21 @@ class EventStreamResponse(Response):
     """An SSE answer: each of ``frames`` sent as it comes, in one write; ``cleanup``
     runs however the stream ends.  The client going away (``http.disconnect``) ends
     the stream at once: a task that waits for it cancels the sending, which then ends
-    quietly (the frames closed, so is the upstream).  Leaner than Starlette's
-    ``StreamingResponse``, whose task group costs a stream about 50 µs."""
+    quietly (the frames closed, so is the upstream).  With ``heartbeat`` (seconds), an
+    SSE comment goes out whenever nothing was sent for that long, so that a balancer's
+    idle timeout does not cut a stream whose upstream is thinking.  Leaner than
+    Starlette's ``StreamingResponse``, whose task group costs a stream about 50 µs."""
 
     def __init__(
         self,
         frames: AsyncIterator[bytes],
         cleanup: Callable[[], Awaitable[None]],
         headers: Mapping[str, str] | None = None,
+        heartbeat: float = 0.0,
     ) -> None:
         self.frames = frames
         self.cleanup = cleanup
+        self.heartbeat = heartbeat
         self.status_code = 200
         self.background = None
         given = {"content-type": "text/event-stream; charset=utf-8", **SSE_HEADERS}
@@ -132,8 +138,11 @@ class EventStreamResponse(Response):
         try:
             start = {"type": "http.response.start", "status": 200, "headers": self.raw_headers}
             await send(start)
-            async for frame in self.frames:
-                await send({"type": "http.response.body", "body": frame, "more_body": True})
+            if self.heartbeat > 0:
+                await _with_heartbeat(self.frames, send, self.heartbeat)
+            else:
+                async for frame in self.frames:
+                    await send({"type": "http.response.body", "body": frame, "more_body": True})
             await send({"type": "http.response.body", "body": b"", "more_body": False})
         except asyncio.CancelledError:
             if not gone:
@@ -148,3 +157,32 @@ class EventStreamResponse(Response):
                     await aclose()
             finally:
                 await self.cleanup()
+
+
+async def _with_heartbeat(frames: AsyncIterator[bytes], send: Send, every: float) -> None:
+    """Send ``frames``, and ``HEARTBEAT`` whenever nothing went out for ``every`` seconds.
+
+    The beat runs beside the sending, in a task of its own; a lock keeps the two from
+    writing at once.
+    """
+    loop = asyncio.get_running_loop()
+    lock = asyncio.Lock()
+    last = loop.time()
+
+    async def beat() -> None:
+        nonlocal last
+        while True:
+            await asyncio.sleep(max(0.0, last + every - loop.time()))
+            if loop.time() - last >= every:
+                async with lock:
+                    await send({"type": "http.response.body", "body": HEARTBEAT, "more_body": True})
+                last = loop.time()
+
+    beating = loop.create_task(beat())
+    try:
+        async for frame in frames:
+            async with lock:
+                await send({"type": "http.response.body", "body": frame, "more_body": True})
+            last = loop.time()
+    finally:
+        beating.cancel()

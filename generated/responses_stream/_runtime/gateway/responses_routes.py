@@ -33,7 +33,8 @@ async def create(gw: Gateway, request: Request, dialect: str) -> Response:
         return error_response(exc)
     headers = dropped_tools_headers(turn.dropped)
     if streaming:
-        return EventStreamResponse(turn.frames(gw.store), turn.aclose, headers)
+        frames = turn.frames(gw.store)
+        return EventStreamResponse(frames, turn.aclose, headers, gw.config.heartbeat)
     error: dict[str, Any] | None = None
     async for frame in turn.frames():
         error = error or error_event(frame)

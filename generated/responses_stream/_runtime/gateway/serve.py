@@ -53,6 +53,7 @@ class ServeOptions:
     log_format: str = "text"  # or "json": one JSON object per line
     workers: int = 1
     shutdown_grace: float = 20.0
+    heartbeat: float = 15.0
 
 
 def build(options: ServeOptions) -> Starlette:
@@ -70,6 +71,7 @@ def build(options: ServeOptions) -> Starlette:
         tenant_secret=options.tenant_secret,
         legacy_records=options.legacy_records,
         shutdown_grace=options.shutdown_grace,
+        heartbeat=options.heartbeat,
     )
 
 
