@@ -76,7 +76,9 @@ GENERATED_LOCALS = {
     "created_at",
     "events",
     "fields",
+    "fill",  # an echoed object's fill (ResponseEmitter)
     "fixed",
+    "given",
     "id",
     "ids",
     "index",
@@ -91,7 +93,15 @@ GENERATED_LOCALS = {
     "stream",
     "unknown",
 }
-GENERATED_MODULE_NAMES = {"annotations", "c", "dataclass", "function_tools", "msgspec", "now"}
+GENERATED_MODULE_NAMES = {
+    "annotations",
+    "c",
+    "copy",
+    "dataclass",
+    "function_tools",
+    "msgspec",
+    "now",
+}
 GENERATED_BUILTINS = {
     "bool",
     "bytes",

@@ -4,7 +4,8 @@ shared one emitters module and one models module, still imports and is what it w
 ``fixtures/dialect_public_names.json`` was written from the package as it stood before
 (``describe`` applied to it): for each public name of ``responses_stream.<dialect>.models``,
 ``.reading`` and ``.emitters``, a model's wire tag and fields in order, a union's member
-classes, an emitter class's public methods, a table's keys.
+classes, an emitter class's public methods, a table's keys.  A name added since is added there
+by the change that adds it (``ResponseEmitter.ECHO_FILLS``).
 """
 
 from __future__ import annotations
