@@ -11,6 +11,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import Receive, Scope, Send
 
+from ..core.aio import aclose
 from ..core.errors import BadValue
 from .errors import GatewayError
 
@@ -152,9 +153,7 @@ class EventStreamResponse(Response):
             done = True
             watcher.cancel()
             try:
-                aclose = getattr(self.frames, "aclose", None)
-                if aclose is not None:
-                    await aclose()
+                await aclose(self.frames)
             finally:
                 await self.cleanup()
 
