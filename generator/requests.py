@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from . import spec_model as sm
-from .errors import SpecErrors
+from .errors import SpecError, SpecErrors
 from .loader import Source
 from .models import render_models
 from .request_schema import closure, decodable, folded
@@ -101,10 +101,14 @@ def _read(doc_src: Source, route_srcs: list[Source], spec_dir: Path) -> RequestD
         top = rewritten.defs[root]  # its order is the order of the checks: model first
         top["properties"] = {f: _limited(top["properties"][f], fields[f]) for f in fields}
         tags = _tag_defaults(src, rewritten.defs, root, rewritten.defaults)
+        errors += _check_keys(src, rewritten.defs, root)
         if src.model.tools:
             _check_tools(src, rewritten.defs, top["properties"]["tools"])
         examples = {}
         for field, row in fields.items():
+            if row.from_ and row.from_ not in _keys(rewritten.defs, top["properties"][field]):
+                why = f"{field!r} has no key {row.from_!r} to send"
+                errors.append(src.error(("fields", field, "from"), why))
             value = row.example
             if value is None:
                 value = _example(top["properties"][field], rewritten.defs)
@@ -168,6 +172,10 @@ def _add_fields(src: Source, components: dict[str, Any], file: str) -> None:
         if row.required:
             root["required"] = [*root.get("required", []), field]
         _check_row(src, row, where)
+        earlier = list(spec.fields.values())[: list(spec.fields).index(field)]
+        if row.with_ and row.with_ not in [r.to for r in earlier if r.fate == "translated"]:
+            why = f"no earlier translated row sends {row.with_!r} (to)"
+            raise _Bad(src, where + ("with",), why)
     missing = sorted(declared - set(spec.fields))
     if missing:
         raise _Bad(
@@ -233,12 +241,52 @@ def _example(schema: dict[str, Any], defs: dict[str, Any]) -> Any:
 def _check_row(src: Source, row: sm.RequestField, where: tuple[str | int, ...]) -> None:
     if row.fate == "translated" and not row.to:
         raise _Bad(src, where, "a translated field names the upstream field it becomes (to)")
-    if row.fate != "translated" and (row.to or row.by):
-        raise _Bad(src, where, f"only a translated field has 'to' or 'by', not a {row.fate} one")
+    if row.fate != "translated" and (row.to or row.by or row.from_ or row.with_):
+        why = f"only a translated field has 'to', 'from', 'with' or 'by', not a {row.fate} one"
+        raise _Bad(src, where, why)
+    if row.by and row.from_:
+        raise _Bad(src, where + ("from",), "a converter (by) reads the whole value: drop 'from'")
     if row.fate in ("caller", "no_effect", "refused", "converted") and not row.why:
         raise _Bad(src, where, f"a {row.fate} field says why (why)")
     if row.allow and row.fate != "refused":
         raise _Bad(src, where + ("allow",), "only a refused field has values it still takes")
+
+
+def _check_keys(src: Source, defs: dict[str, Any], root: str) -> list[SpecError]:
+    """Each refused key (``key`` or ``tag.key``) and each needed one is one a definition
+    the body reaches declares, so that no row of ``keys`` or ``needs`` is dead."""
+    reached = [defs[name] for name in closure(defs, [root], "#/$defs/") if name in defs]
+    declared = {key for node in reached for key in _declared(node)}
+    spec: sm.RequestFieldsFile = src.model
+    named: list[tuple[tuple[str | int, ...], str]]
+    named = [(("keys", k), k.rpartition(".")[2]) for k in spec.keys]
+    named += [
+        (("needs", tag, i), key.rpartition(".")[2])
+        for tag, keys in spec.needs.items()
+        for i, key in enumerate(keys)
+    ]
+    why = f"no part of a {spec.root} body has the key"
+    return [src.error(where, f"{why} {key!r}") for where, key in named if key not in declared]
+
+
+def _declared(node: Any) -> set[str]:
+    """Every property name a schema node declares, in its inline objects too."""
+    if isinstance(node, list):
+        return {key for member in node for key in _declared(member)}
+    if not isinstance(node, dict):
+        return set()
+    names = set(node.get("properties", {})) if isinstance(node.get("properties"), dict) else set()
+    return names | {key for value in node.values() for key in _declared(value)}
+
+
+def _keys(defs: dict[str, Any], schema: dict[str, Any]) -> set[str]:
+    """The keys an object value of ``schema`` (a union's members too) may have."""
+    keys: set[str] = set()
+    for member in _members(defs, schema):
+        if "$ref" in member:
+            member = defs[member["$ref"].removeprefix("#/$defs/")]
+        keys.update(member.get("properties", {}))
+    return keys
 
 
 def _object_of(
@@ -315,18 +363,27 @@ def render_request_models(doc: RequestDocC, head: str) -> str:
 
 def request_tables(docs: list[RequestDocC]) -> dict[str, Any]:
     """What the runtime's table of fates holds, per route: each field's fate, and its
-    ``to``, ``by``, ``why`` and ``allow`` where it has them."""
-    keys = ("to", "by", "why", "allow")
+    ``to``, ``from``, ``with``, ``by``, ``why`` and ``allow`` where it has them."""
+    keys = {
+        "to": "to",
+        "from": "from_",
+        "with": "with_",
+        "by": "by",
+        "why": "why",
+        "allow": "allow",
+    }
     return {
         r.spec.route: {
             "root": r.spec.root,
             "tag_defaults": r.tag_defaults,
             "fields": {
-                name: {"fate": row.fate} | {k: getattr(row, k) for k in keys if getattr(row, k)}
+                name: {"fate": row.fate}
+                | {k: getattr(row, a) for k, a in keys.items() if getattr(row, a)}
                 for name, row in r.spec.fields.items()
             },
-            "tools": {k: t.model_dump() for k, t in r.spec.tools.items()},
+            "tools": {k: t.model_dump(exclude_none=True) for k, t in r.spec.tools.items()},
             "keys": r.spec.keys,
+            "needs": r.spec.needs,
         }
         for d in docs
         for r in d.routes

@@ -381,8 +381,21 @@ class RequestField(Strict):
         default_factory=dict,
         description="JSON schema keywords the gateway adds to the document's (minLength: 1).",
     )
-    to: str = Field("", description="The upstream field it becomes, when translated.")
+    to: str = Field(
+        "",
+        description="The upstream field it becomes, when translated; a dotted path nests it.",
+    )
+    from_: str = Field(
+        "",
+        alias="from",
+        description="The key of its object value that is sent (effort), when only that is.",
+    )
     by: str = Field("", description="The converter that translates it, when not sent as is.")
+    with_: str = Field(
+        "",
+        alias="with",
+        description="An upstream field an earlier row sends, without which it is not sent.",
+    )
     why: str = Field("", description="Why it is acted on, left out or refused.")
     allow: list[Any] = Field(
         default_factory=list, description="Values a refused field still takes (false, 'auto')."
@@ -446,6 +459,13 @@ class RequestTool(Strict):
         )
     )
     why: str = Field(description="What becomes of it, or why it is refused.")
+    function: dict[str, Any] | None = Field(
+        None,
+        description=(
+            "The chat function tool sent in its place, where it is not one itself "
+            "(a client tool_search); the request's description and parameters win."
+        ),
+    )
 
 
 class RequestFieldsFile(Strict):
@@ -464,7 +484,17 @@ class RequestFieldsFile(Strict):
     )
     keys: dict[str, str] = Field(
         default_factory=dict,
-        description="Keys refused wherever they are set on an item, a part or a tool -> why.",
+        description=(
+            "Keys refused wherever they are set on an item, a part or a tool -> why; "
+            "TAG.KEY refuses one only on the entries of that type (or role)."
+        ),
+    )
+    needs: dict[str, list[str]] = Field(
+        default_factory=dict,
+        description=(
+            "An entry type (or role) -> keys (dotted: within a key) of which such an entry "
+            "must set one."
+        ),
     )
 
 

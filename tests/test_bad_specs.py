@@ -56,6 +56,21 @@ CASES: dict[str, list[Edit]] = {
             "  truncation: {fate: no_effect}",
         )
     ],
+    "request_from_unknown_key": [(REQ, "    from: effort\n", "    from: efort\n")],
+    "request_from_beside_converter": [
+        (REQ, "    from: effort\n", "    from: effort\n    by: reasoning\n")
+    ],
+    "request_with_unsent_field": [
+        (
+            REQ,
+            "to: top_logprobs, with: logprobs,",
+            "to: top_logprobs, with: logprob,",
+        )
+    ],
+    "request_dead_key": [
+        (REQ, "  output_schema: chat tools have", "  output_schemas: chat tools have"),
+        (REQ, "  input_file: [file_data, file_id]", "  input_file: [file_data, fileid]"),
+    ],
     "yaml_syntax": [(FC, "doc: A call to a function", "doc: A call: to a function")],
     "unknown_event": [
         (

@@ -18,7 +18,7 @@ from openai.types.chat.completion_create_params import CompletionCreateParamsStr
 from openai.types.responses.response_create_params import ResponseCreateParamsStreaming
 from sdk_params import sdk_errors
 
-from responses_stream._runtime.gateway.chat_request import chat_request, translate
+from responses_stream._runtime.gateway.chat_request import translate
 from responses_stream._runtime.gateway.compaction_token import open_summary, seal_summary
 from responses_stream._runtime.gateway.errors import GatewayError
 from responses_stream._runtime.gateway.items import normalize_input, with_ids
@@ -64,7 +64,7 @@ def to_chat(body: Mapping[str, Any] | None = None, items: Any = None, **kw: Any)
     full = {"model": "m", **(body or {})}
     given = HI if items is None else items
     check_request({**full, "input": given}, "responses")
-    return chat_request(full, normalize_input(given), **kw)
+    return translate(full, normalize_input(given), **kw).body
 
 
 def chat_error(body: Mapping[str, Any] | None = None, items: Any = None, **kw: Any) -> str | None:
@@ -305,7 +305,7 @@ def test_chat_instructions_must_be_a_string() -> None:
 
 
 def test_chat_does_not_read_input() -> None:
-    out = chat_request({"model": "m", "input": "ignored"}, normalize_input("used"))
+    out = translate({"model": "m", "input": "ignored"}, normalize_input("used")).body
     assert out["messages"] == [{"role": "user", "content": "used"}]
 
 
@@ -967,6 +967,36 @@ def test_chat_user_part_refusals(part: dict[str, Any], param: str, code: str) ->
     assert (error.param, kind(error.code)) == (param, kind(code))
 
 
+def test_refused_keys_are_found_deep_in_lists_and_not_in_schemas() -> None:
+    """The table's keys are refused on the parts of a tool output too, and on no key of a
+    function's parameters schema (a property may be named ``caller``)."""
+    breakpoint_part = {**text("a"), "prompt_cache_breakpoint": {"mode": "explicit"}}
+    items = [
+        {"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "c", "output": [breakpoint_part]},
+    ]
+    assert chat_error(None, items) == "input[1].output[0].prompt_cache_breakpoint"
+    schema = {"type": "object", "properties": {"caller": {"type": "string"}}}
+    tool = {"type": "function", "name": "f", "parameters": schema}
+    assert to_chat({"tools": [tool]})["tools"][0]["function"]["parameters"] == schema
+
+
+@pytest.mark.parametrize(
+    ("part", "param", "code"),
+    [
+        ({"type": "input_image", "file_id": "f"}, "file_id", "unsupported_parameter"),
+        ({"type": "input_file", "file_url": "u"}, "file_url", "unsupported_parameter"),
+        ({"type": "input_file", "filename": "a"}, "file_data", "missing_required_parameter"),
+        ({"type": "input_image"}, "image_url", "missing_required_parameter"),
+    ],
+)
+def test_compact_context_parts_are_checked_as_on_responses(
+    part: dict[str, Any], param: str, code: str
+) -> None:
+    error = refusal(check_request, {"model": "m", "input": [user(part)]}, "compact")
+    assert (error.param, error.code) == (f"input[0].content[0].{param}", code)
+
+
 @pytest.mark.parametrize("role", ["system", "developer", "assistant"])
 @pytest.mark.parametrize(
     "part",
@@ -1439,20 +1469,20 @@ def test_chat_context_len_names_input_from_this_turn() -> None:
     context = normalize_input([{"role": "user", "content": "q"}, assistant("a")])
     body = {"model": "m"}
     bad = normalize_input([{"type": "web_search_call"}])
-    error = refusal(chat_request, body, [*context, *bad], context_len=len(context))
+    error = refusal(translate, body, [*context, *bad], context_len=len(context))
     assert error.param == "input[0].type"
 
 
 def test_chat_context_len_names_previous_response_for_context_items() -> None:
     context = [{"type": "web_search_call", "id": "ws_1"}]
-    error = refusal(chat_request, {"model": "m"}, [*context, *normalize_input("hi")], context_len=1)
+    error = refusal(translate, {"model": "m"}, [*context, *normalize_input("hi")], context_len=1)
     assert (error.param, error.code) == ("previous_response_id", "unsupported_parameter")
 
 
 def test_chat_outputs_answer_calls_from_the_context() -> None:
     context = [{**call("c1"), "id": "fc_1", "status": "completed"}]
     items = [*context, output("c1")]
-    out = chat_request({"model": "m"}, items, context_len=1)
+    out = translate({"model": "m"}, items, context_len=1).body
     assert [m["role"] for m in out["messages"]] == ["assistant", "tool"]
 
 
@@ -1463,7 +1493,7 @@ def test_chat_does_not_mutate_its_arguments() -> None:
     }
     items = normalize_input([{"role": "user", "content": "q"}, call("c1"), output("c1")])
     before = copy.deepcopy((body, items))
-    out = chat_request(body, items)
+    out = translate(body, items).body
     out["tools"][0]["function"]["parameters"]["x"] = 1
     assert (body, items) == before
 
@@ -2252,7 +2282,7 @@ RICH_CHAT_BODY: dict[str, Any] = {
 
 
 def test_chat_output_is_an_sdk_chat_request() -> None:
-    body = chat_request(RICH_RESPONSES_BODY, normalize_input(RICH_CONTEXT))
+    body = translate(RICH_RESPONSES_BODY, normalize_input(RICH_CONTEXT)).body
     assert [m["role"] for m in body["messages"]] == [
         "system",
         "system",
@@ -2294,7 +2324,7 @@ def test_responses_custom_tools_are_sdk_shaped() -> None:
 
 
 def test_sdk_check_catches_a_bad_shape() -> None:
-    body = chat_request({"model": "m"}, normalize_input("hi"))
+    body = translate({"model": "m"}, normalize_input("hi")).body
     body["messages"][0]["content"] = [{"type": "input_text", "text": "hi"}]
     assert sdk_errors(CompletionCreateParamsStreaming, body)
 

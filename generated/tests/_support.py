@@ -756,7 +756,7 @@ def request_routes() -> dict[str, Any]:
 
 def _upstream(route: str, body: dict[str, Any]) -> dict[str, Any]:
     """The upstream request the gateway sends for ``body`` on ``route``."""
-    from responses_stream._runtime.gateway.chat_request import chat_request
+    from responses_stream._runtime.gateway.chat_request import translate
     from responses_stream._runtime.gateway.items import normalize_input
     from responses_stream._runtime.gateway.request_check import check_request, translated
     from responses_stream._runtime.gateway.responses_request import responses_request
@@ -764,12 +764,13 @@ def _upstream(route: str, body: dict[str, Any]) -> dict[str, Any]:
     check_request(body, route)
     if route == "chat":
         return responses_request(body)
-    return chat_request(translated(body, route), normalize_input(body.get("input")))
+    return translate(translated(body, route), normalize_input(body.get("input"))).body
 
 
 def check_request_row(route: str, field: str, value: Any, alongside: dict[str, Any]) -> None:
     """The row's example, sent in a body its route's model takes, does what the row says:
-    a ``translated`` field reaches its ``to`` field (as it is, or through its converter);
+    a ``translated`` field reaches its ``to`` path (as it is, its ``from`` key, or through
+    its converter);
     a ``caller``, ``converted`` or ``no_effect`` one leaves the upstream request as it was
     without it; a ``refused`` one is a 400 naming it."""
     from responses_stream._runtime.gateway.errors import GatewayError
@@ -789,6 +790,10 @@ def check_request_row(route: str, field: str, value: Any, alongside: dict[str, A
     if row["fate"] != "translated":
         assert out == before, (field, out, before)
     elif "by" not in row:
-        assert out[row["to"]] == value, (field, out)
+        sent = value[row["from"]] if "from" in row else value
+        at = out
+        for key in row["to"].split("."):
+            at = at[key]
+        assert at == sent, (field, out)
     else:
         assert row["to"] in out and out != before, (field, out, before)

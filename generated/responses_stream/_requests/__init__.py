@@ -51,7 +51,13 @@ ROUTES: dict[str, dict[str, Any]] = {
             },
         },
         "tools": {},
-        "keys": {},
+        "keys": {
+            "caller": "programmatic tool calling is not served",
+            "prompt_cache_breakpoint": "chat upstreams place no cache breakpoints",
+            "input_image.file_id": "a chat upstream cannot resolve file ids for images",
+            "input_file.file_url": "a chat upstream takes file data, not a URL",
+        },
+        "needs": {"input_image": ["image_url"], "input_file": ["file_data", "file_id"]},
     },
     "chat": {
         "root": "CreateChatCompletionRequest",
@@ -85,16 +91,11 @@ ROUTES: dict[str, dict[str, Any]] = {
             "safety_identifier": {"fate": "translated", "to": "safety_identifier"},
             "service_tier": {"fate": "translated", "to": "service_tier"},
             "moderation": {"fate": "translated", "to": "moderation"},
-            "max_completion_tokens": {
-                "fate": "translated",
-                "to": "max_output_tokens",
-                "by": "max_tokens",
-            },
+            "max_completion_tokens": {"fate": "translated", "to": "max_output_tokens"},
             "max_tokens": {
                 "fate": "translated",
                 "to": "max_output_tokens",
-                "by": "max_tokens",
-                "why": "the older name of max_completion_tokens",
+                "why": "the older name of max_completion_tokens; the two must agree",
             },
             "logprobs": {
                 "fate": "translated",
@@ -105,21 +106,17 @@ ROUTES: dict[str, dict[str, Any]] = {
             "top_logprobs": {
                 "fate": "translated",
                 "to": "top_logprobs",
+                "with": "include",
                 "why": "only with logprobs true",
             },
-            "reasoning_effort": {"fate": "translated", "to": "reasoning", "by": "reasoning_effort"},
+            "reasoning_effort": {"fate": "translated", "to": "reasoning.effort"},
             "response_format": {
                 "fate": "translated",
                 "to": "text",
                 "by": "response_format",
                 "why": "as text.format",
             },
-            "verbosity": {
-                "fate": "translated",
-                "to": "text",
-                "by": "verbosity",
-                "why": "as text.verbosity",
-            },
+            "verbosity": {"fate": "translated", "to": "text.verbosity"},
             "tools": {"fate": "translated", "to": "tools", "by": "tools"},
             "tool_choice": {"fate": "translated", "to": "tool_choice", "by": "tool_choice"},
             "n": {"fate": "refused", "why": "one choice is served per request", "allow": [1]},
@@ -138,11 +135,13 @@ ROUTES: dict[str, dict[str, Any]] = {
         },
         "tools": {},
         "keys": {
+            "function.role": "function messages are deprecated; use tool",
             "name": "Responses input messages have no name",
             "audio": "only text is served",
             "function_call": "deprecated: use tool_calls",
             "prompt_cache_breakpoint": "Responses content parts have no cache breakpoints",
         },
+        "needs": {"file": ["file.file_data", "file.file_id"]},
     },
     "responses": {
         "root": "CreateResponse",
@@ -194,7 +193,7 @@ ROUTES: dict[str, dict[str, Any]] = {
             "reasoning": {
                 "fate": "translated",
                 "to": "reasoning_effort",
-                "by": "reasoning",
+                "from": "effort",
                 "why": "effort is sent; summary: the upstream's reasoning is streamed as summary text",
             },
             "text": {
@@ -219,6 +218,7 @@ ROUTES: dict[str, dict[str, Any]] = {
             "top_logprobs": {
                 "fate": "translated",
                 "to": "top_logprobs",
+                "with": "logprobs",
                 "why": "only with include message.output_text.logprobs",
             },
             "truncation": {
@@ -267,6 +267,11 @@ ROUTES: dict[str, dict[str, Any]] = {
             "tool_search": {
                 "fate": "translated",
                 "why": "execution client: a function tool named tool_search; else hosted",
+                "function": {
+                    "name": "tool_search",
+                    "description": "Search for tools to load for the task at hand.",
+                    "parameters": {"type": "object", "properties": {}},
+                },
             },
             "web_search": {"fate": "hosted", "why": "OpenAI's servers run it"},
             "web_search_2025_08_26": {"fate": "hosted", "why": "OpenAI's servers run it"},
@@ -300,11 +305,13 @@ ROUTES: dict[str, dict[str, Any]] = {
         },
         "keys": {
             "caller": "programmatic tool calling is not served",
-            "async": "asynchronous tool calls are not served",
             "prompt_cache_breakpoint": "chat upstreams place no cache breakpoints",
             "allowed_callers": "programmatic tool calling is not served",
             "output_schema": "chat tools have no output schema",
+            "input_image.file_id": "a chat upstream cannot resolve file ids for images",
+            "input_file.file_url": "a chat upstream takes file data, not a URL",
         },
+        "needs": {"input_image": ["image_url"], "input_file": ["file_data", "file_id"]},
     },
 }
 

@@ -17,21 +17,14 @@ from typing import Any
 
 from ..._requests import ROUTES
 from ..core.convert import declared_tools
-from ..core.errors import BadValue
 from ..core.tool_names import ToolNames
 from .compaction_token import open_summary
 from .errors import GatewayError, bad_request, unsupported
-from .request_check import refuse_keys, translate_rows
+from .request_check import translate_rows
 
-TOOLS: dict[str, dict[str, str]] = ROUTES["responses"]["tools"]  # tool type -> its fate
+TOOLS: dict[str, dict[str, Any]] = ROUTES["responses"]["tools"]  # tool type -> its fate
 HOSTED = "a chat completions upstream has no hosted tools"
 LOGPROBS = "message.output_text.logprobs"
-HOSTED_POLICIES = ("drop", "refuse")
-TOOL_SEARCH = {
-    "name": "tool_search",
-    "description": "Search for tools to load for the task at hand.",
-    "parameters": {"type": "object", "properties": {}},
-}
 SUMMARY_HEADER = "Summary of the earlier conversation:\n"
 OUTPUTS = ("function_call_output", "custom_tool_call_output", "tool_search_output")
 TEXT_PARTS = ("input_text", "output_text", "text")
@@ -60,13 +53,6 @@ class _Out(dict[str, Any]):
         self.dropped: list[str] = []
 
 
-def chat_request(
-    body: Mapping[str, Any], items: Sequence[Mapping[str, Any]], **options: Any
-) -> dict[str, Any]:
-    """The chat body of :func:`translate` (same arguments)."""
-    return translate(body, items, **options).body
-
-
 def translate(
     body: Mapping[str, Any],
     items: Sequence[Mapping[str, Any]],
@@ -85,12 +71,8 @@ def translate(
     ``previous_response_id``.  ``hosted_tools`` is ``drop`` (left out, listed in
     ``dropped``) or ``refuse`` (a 400).
     """
-    if hosted_tools not in HOSTED_POLICIES:
-        raise BadValue(f"hosted_tools must be one of {HOSTED_POLICIES}, not {hosted_tools!r}")
     out = _Out(hosted_tools, ToolNames(declared_tools(body)))
     translate_rows(body, "responses", out, CONVERTERS, ("model", "messages"))
-    if not out.get("logprobs"):
-        out.pop("top_logprobs", None)  # top_logprobs asks for nothing without the include
     messages = _Messages(reasoning_field, developer_role, out.names)
     if body.get("instructions"):
         messages.out.append({"role": "system", "content": body["instructions"]})
@@ -113,11 +95,6 @@ def _set(obj: Mapping[str, Any], *keys: str) -> dict[str, Any]:
 
 
 # -- the converters the table names -----------------------------------------------------
-def _reasoning(value: Mapping[str, Any], out: _Out) -> None:
-    if value.get("effort") is not None:
-        out["reasoning_effort"] = value["effort"]
-
-
 def _text(value: Mapping[str, Any], out: _Out) -> None:
     out.update(_set(value, "verbosity"))
     fmt = value.get("format") or {"type": "text"}
@@ -143,15 +120,12 @@ def _tools(value: list[Mapping[str, Any]], out: _Out) -> None:
 
 def _tool(tool: Mapping[str, Any], where: str, out: _Out) -> list[dict[str, Any]]:
     kind = tool["type"]
-    refuse_keys(tool, "responses", where)
     if kind in ("function", "custom"):
         return [_named_tool(tool, "", out.names)]
     if kind == "namespace":
-        for j, sub in enumerate(tool["tools"]):
-            refuse_keys(sub, "responses", f"{where}.tools[{j}]")
         return [_named_tool(sub, tool["name"] + ".", out.names) for sub in tool["tools"]]
     if kind == "tool_search" and tool.get("execution") == "client":  # else hosted
-        function = {**TOOL_SEARCH, **_set(tool, "description", "parameters")}
+        function = {**TOOLS[kind]["function"], **_set(tool, "description", "parameters")}
         return [{"type": "function", "function": function}]
     if TOOLS[kind]["fate"] == "refused":
         raise unsupported(f"{where}.type", TOOLS[kind]["why"])
@@ -214,7 +188,6 @@ def _named_choice(
 
 Converter = Callable[[Any, _Out], None]
 CONVERTERS: dict[str, Converter] = {
-    "reasoning": _reasoning,
     "text": _text,
     "include": _include,
     "tools": _tools,
@@ -236,7 +209,6 @@ class _Messages:
 
     def add(self, item: Mapping[str, Any], where: str) -> None:
         kind = item["type"]
-        refuse_keys(item, "responses", where)
         if kind == "message":
             self._message(item, where)
         elif kind in CHAT_CALLS:
@@ -267,8 +239,6 @@ class _Messages:
 
     def _message(self, item: Mapping[str, Any], where: str) -> None:
         role, parts = item["role"], item["content"]
-        for j, part in enumerate(parts):
-            refuse_keys(part, "responses", f"{where}.content[{j}]")
         if role == "assistant":
             self.out.append(self._assistant_message(parts, where))
             return
@@ -345,18 +315,9 @@ def _user_part(part: Mapping[str, Any], at: str, role: str) -> dict[str, Any]:
     if role != "user":
         raise unsupported(f"{at}.type", f"a chat {role} message holds text only")
     if kind == "input_image":
-        if part.get("file_id") is not None:
-            raise unsupported(f"{at}.file_id", "a chat upstream cannot resolve file ids for images")
-        if part.get("image_url") is None:
-            raise bad_request(f"{at!r} needs image_url", f"{at}.image_url")
         detail = {} if part.get("detail") in (None, "auto") else {"detail": part["detail"]}
         return {"type": "image_url", "image_url": {"url": part["image_url"], **detail}}
-    if part.get("file_url") is not None:
-        raise unsupported(f"{at}.file_url", "a chat upstream takes file data, not a URL")
-    file = _set(part, "file_data", "file_id", "filename")
-    if "file_data" not in file and "file_id" not in file:
-        raise bad_request(f"{at!r} needs file_data or file_id", f"{at}.file_data")
-    return {"type": "file", "file": file}
+    return {"type": "file", "file": _set(part, "file_data", "file_id", "filename")}
 
 
 def _tool_output(output: str | list[Mapping[str, Any]], where: str) -> str:

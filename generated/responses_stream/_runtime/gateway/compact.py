@@ -14,7 +14,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from .chat_request import chat_request
+from .chat_request import translate
 from .compaction_token import seal_summary
 from .context import load_context
 from .errors import GatewayError
@@ -85,12 +85,12 @@ def _summary_turn(
 ) -> Turn:
     ask = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": PROMPT}]}
     request = translated(body, "compact")
-    chat_body = chat_request(
+    chat_body = translate(
         request,
         [*items, ask],
         reasoning_field=route.settings.reasoning_field,
         hosted_tools=route.settings.hosted_tools,
-    )
+    ).body
     chat_body.pop("tools", None)
     chat_body["model"] = route.model
     return Turn(

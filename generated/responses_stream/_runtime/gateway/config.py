@@ -5,11 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..core.errors import BadValue
-from .chat_request import HOSTED_POLICIES
 from .tenancy import LEGACY_POLICIES
 from .upstream import Timeouts
 
 REASONING_FIELDS = ("reasoning_content", "reasoning")
+HOSTED_POLICIES = ("drop", "refuse")
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,8 @@ The models are generated from the vendored schemas and ``spec/requests/``
 (``responses_stream._requests``): every type, range, enum, length and key limit they
 state is checked, and an object refuses keys it does not declare.  What they refuse
 is a 400 in OpenAI's error shape that names the field's path (``input[2].content[0]``);
-a field whose fate is ``refused`` is a 400 unless its value is one its row still takes.
+a field whose fate is ``refused`` is a 400 unless its value is one its row still takes,
+and so is a key the table refuses wherever it is set.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 import msgspec
 
 from ..._requests import MODELS, ROUTES
-from .errors import GatewayError, unknown_parameter, unsupported
+from .errors import GatewayError, bad_request, unknown_parameter, unsupported
 
 # msgspec's messages: "<what> - at `$.a.b[0]`", or "<what>" at the top.
 _AT = re.compile(r"^(?P<what>.*?)(?: - at `\$(?P<path>[^`]*)`)?$", re.DOTALL)
@@ -50,6 +51,8 @@ def check_request(body: Mapping[str, Any], route: str) -> Any:
             allow = row.get("allow", [])
             if value is not None and value not in allow:
                 raise unsupported(_refused_at(name, value, allow), row["why"])
+    for name, value in body.items():
+        _check_entries(value, table, name)
     return typed
 
 
@@ -74,26 +77,63 @@ def translate_rows(
     converters: Mapping[str, Callable[[Any, Any], None]],
     built: Collection[str],
 ) -> None:
-    """Each field of ``body`` its route translates, put in ``out``: by the converter its
-    row names (``by``), else as it is under its ``to`` name; a field whose ``to`` is in
-    ``built`` is the caller's to build."""
-    fields = ROUTES[route]["fields"]
-    for name, value in translated(body, route).items():
-        row = fields[name]
-        if row["to"] in built:
+    """Each field of ``body`` its route translates, put in ``out`` in the table's order:
+    by the converter its row names (``by``), else as it is (or its ``from`` key) at its
+    ``to`` path (``text.verbosity``); a field whose ``to`` is in ``built`` is the
+    caller's to build, one whose row says ``with`` is sent only beside that field.  Two
+    fields sent to one path must agree."""
+    senders: dict[str, str] = {}
+    for name, row in ROUTES[route]["fields"].items():
+        value = body.get(name)
+        if value is None or row["fate"] != "translated" or row["to"] in built:
             continue
+        if "with" in row and row["with"] not in out:
+            continue  # it asks for nothing without that field (top_logprobs, logprobs)
         if "by" in row:
             converters[row["by"]](value, out)
-        else:
-            out[row["to"]] = value
+            continue
+        value = value.get(row["from"]) if "from" in row else value
+        if value is None:
+            continue
+        *parents, last = row["to"].split(".")
+        target = out
+        for key in parents:
+            target = target.setdefault(key, {})
+        first = senders.setdefault(row["to"], name)
+        if first != name and target[last] != value:
+            raise bad_request(f"'{name}' and '{first}' differ; give one of them", name)
+        target[last] = value
 
 
-def refuse_keys(obj: Mapping[str, Any], route: str, where: str) -> None:
-    """A 400 for a key the route's table refuses wherever it is set (not null, not
-    false) that ``obj``, an item, a message, a part or a tool at ``where``, sets."""
-    for key, why in ROUTES[route]["keys"].items():
-        if obj.get(key) not in (None, False):
-            raise unsupported(f"{where}.{key}", why)
+def _check_entries(value: Any, table: Mapping[str, Any], where: str) -> None:
+    """A 400 for a key the table refuses (``key``, or ``tag.key`` on entries of that
+    type or role) set, not null nor false, on an entry of the list ``value`` (an item, a
+    message, a part, a tool) or of the lists inside it, at any depth; and for an entry
+    that sets none of the keys its type ``needs``."""
+    if not isinstance(value, list):
+        return
+    for i, entry in enumerate(value):
+        if not isinstance(entry, dict):
+            continue
+        at, tag = f"{where}[{i}]", entry.get("type") or entry.get("role")
+        for key, why in table["keys"].items():
+            head, _, name = key.rpartition(".")
+            if (not head or head == tag) and entry.get(name) not in (None, False):
+                raise unsupported(f"{at}.{name}", why)
+        needs = table["needs"].get(tag, ())
+        if needs and all(_at(entry, name) is None for name in needs):
+            param, more = f"{at}.{needs[0]}", f" (or {', '.join(needs[1:])})" if needs[1:] else ""
+            message = f"Missing required parameter: '{param}'{more}."
+            raise GatewayError(400, message, code="missing_required_parameter", param=param)
+        for name, inner in entry.items():
+            _check_entries(inner, table, f"{at}.{name}")
+
+
+def _at(entry: Mapping[str, Any], path: str) -> Any:
+    """The value at the dotted ``path`` in ``entry`` (None if any step is missing)."""
+    for key in path.split("."):
+        entry = entry.get(key) if isinstance(entry, dict) else None  # type: ignore[assignment]
+    return entry
 
 
 def _tagged(body: Mapping[str, Any], defaults: Mapping[str, Any]) -> Mapping[str, Any]:

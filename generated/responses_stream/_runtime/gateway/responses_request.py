@@ -13,7 +13,7 @@ from typing import Any
 from .chat_request import parameters
 from .errors import bad_request, unsupported
 from .items import new_id
-from .request_check import refuse_keys, translate_rows
+from .request_check import translate_rows
 
 LOGPROBS = "message.output_text.logprobs"  # the include that asks for them
 PARTS = {"text": "input_text", "image_url": "input_image", "file": "input_file"}
@@ -24,30 +24,13 @@ def responses_request(body: Mapping[str, Any]) -> dict[str, Any]:
     """The Responses body for the checked chat ``body``; a 400 for what cannot be sent."""
     out: dict[str, Any] = {}
     translate_rows(body, "chat", out, CONVERTERS, ("model", "input"))
-    if "include" not in out:  # top_logprobs asks for nothing without logprobs: true
-        out.pop("top_logprobs", None)
     return {"model": body["model"], "input": _input(body["messages"]), "stream": True, **out}
 
 
 # -- the converters the table names -----------------------------------------------------
-def _max_tokens(value: int, out: dict[str, Any]) -> None:
-    """``max_completion_tokens`` or (the older name) ``max_tokens``: the output limit."""
-    if out.setdefault("max_output_tokens", value) != value:
-        why = "'max_tokens' and 'max_completion_tokens' differ; give one of them"
-        raise bad_request(why, "max_tokens")
-
-
 def _logprobs(value: bool, out: dict[str, Any]) -> None:
     if value:
         out["include"] = [LOGPROBS]
-
-
-def _reasoning_effort(value: str, out: dict[str, Any]) -> None:
-    out["reasoning"] = {"effort": value}
-
-
-def _verbosity(value: str, out: dict[str, Any]) -> None:
-    out.setdefault("text", {})["verbosity"] = value
 
 
 def _response_format(value: Mapping[str, Any], out: dict[str, Any]) -> None:
@@ -93,10 +76,7 @@ def _named_choice(choice: Mapping[str, Any], where: str) -> dict[str, Any]:
 
 Converter = Callable[[Any, dict[str, Any]], None]
 CONVERTERS: dict[str, Converter] = {
-    "max_tokens": _max_tokens,
     "logprobs": _logprobs,
-    "reasoning_effort": _reasoning_effort,
-    "verbosity": _verbosity,
     "response_format": _response_format,
     "tools": _tools,
     "tool_choice": _tool_choice,
@@ -108,9 +88,6 @@ def _input(messages: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for i, msg in enumerate(messages):
         where, role = f"messages[{i}]", msg["role"]
-        if role == "function":
-            raise unsupported(f"{where}.role", "function messages are deprecated; use tool")
-        refuse_keys(msg, "chat", where)
         if role == "assistant":
             out += _assistant(msg, where)
             continue
@@ -135,7 +112,6 @@ def _parts(content: Any, where: str, role: str) -> list[dict[str, Any]]:
 
 
 def _part(part: Mapping[str, Any], at: str, role: str) -> dict[str, Any]:
-    refuse_keys(part, "chat", at)
     kind = part["type"]
     if kind == "refusal" and role == "assistant":
         return {"type": "refusal", "refusal": part["refusal"]}
@@ -150,10 +126,7 @@ def _part(part: Mapping[str, Any], at: str, role: str) -> dict[str, Any]:
             "image_url": image["url"],
             "detail": image.get("detail") or "auto",
         }
-    file = {k: v for k, v in part["file"].items() if v is not None}
-    if "file_id" not in file and "file_data" not in file:
-        raise bad_request(f"'{at}.file' needs file_data or file_id", f"{at}.file.file_data")
-    return {"type": "input_file", **file}
+    return {"type": "input_file", **{k: v for k, v in part["file"].items() if v is not None}}
 
 
 def _assistant(msg: Mapping[str, Any], where: str) -> list[dict[str, Any]]:
