@@ -34,6 +34,7 @@ BUILTIN_BASES: dict[str, type[BaseException]] = {
     "GatewayError": Exception,
     "ScenarioFailed": Exception,
     "StoreError": Exception,
+    "StoreUnavailable": Exception,
     "UpstreamInterrupted": Exception,
     "UsageError": Exception,
     "_NeverAnswered": Exception,

@@ -4,8 +4,9 @@ checks on ``/health``), all on 127.0.0.1, in front of the scripted upstream.
 A conversation whose turns alternate between the replicas continues; one replica is
 killed (SIGKILL) while 50 streams run: every response a client saw complete is
 retrievable through the balancer afterwards, new requests succeed on the other
-replica, and every record in Redis decodes.  The figures of the kill go to
-``docs/scale-out.md``.
+replica, and every record in Redis decodes.  Redis is killed and started again while 50
+clients stream: nothing is answered as stored that was not, and the replicas use Redis
+again by themselves.  The figures of both go to ``docs/scale-out.md``.
 """
 
 from __future__ import annotations
@@ -30,10 +31,12 @@ import redis
 from gateway_support import free_port
 from gateway_upstream import ModelUpstream
 from openai import OpenAI
+from outage_load import check_outcomes, run_streams
 from redis_server import RedisServer
 from test_clients import ROOT, running, started
 
 from responses_stream._runtime.gateway.store import open_store
+from responses_stream._runtime.gateway.store_guard import RETRY_AFTER
 
 HAPROXY = shutil.which("haproxy") or ""
 REDIS = shutil.which("redis-server") or ""
@@ -75,6 +78,7 @@ class Cluster:
     replicas: dict[str, Popen[Any]]  # by HAProxy's server name
     store: str  # the replicas' store URL
     upstream: ModelUpstream
+    redis: RedisServer
 
 
 @pytest.fixture
@@ -103,7 +107,7 @@ def cluster(tmp_path: Path) -> Iterator[Cluster]:
             cmd = [HAPROXY, "-f", str(config), "-db"]
             url = stack.enter_context(running(cmd, tmp_path / "haproxy.log", port, 10))
             _wait_both_up(url)
-            yield Cluster(url, replicas, store, upstream)
+            yield Cluster(url, replicas, store, upstream, server)
     finally:
         server.stop()
 
@@ -229,12 +233,9 @@ def test_a_replica_killed_under_load(cluster: Cluster) -> None:
     records = _records(cluster.store)
     assert all(records[r["id"]] == "completed" for r in complete.values())
     assert set(records.values()) <= {"completed", "failed", "incomplete"}
-    REPORT.write_text(
-        "# Two replicas behind HAProxy, one killed\n\n"
-        "Written by `make e2e` (`tests/e2e/test_scale_out.py`): two `serve` replicas on one\n"
-        "`redis-server`, behind HAProxy (round robin, `option httpchk GET /health` every\n"
-        "200 ms, `option redispatch`), all on 127.0.0.1. 50 streams of about 3 s run; one\n"
-        "replica is killed with SIGKILL half a second in.\n\n"
+    _report(
+        "One replica killed",
+        "50 streams of about 3 s run; one replica is killed with SIGKILL half a second in.\n\n"
         "| figure | count |\n|---|---|\n"
         f"| streams started | {len(outcomes)} |\n"
         f"| completed (seen complete by their client) | {len(complete)} |\n"
@@ -243,5 +244,55 @@ def test_a_replica_killed_under_load(cluster: Cluster) -> None:
         f"| new requests after the kill that succeeded (on the other replica) | "
         f"{sum(1 for r in fresh if r.parse().status == 'completed')} of {len(fresh)} |\n"
         f"| records in Redis, each decoded by the store | {len(records)} |\n",
-        encoding="utf-8",
+    )
+
+
+def _report(title: str, text: str) -> None:
+    """Write the section ``title`` of ``docs/scale-out.md`` (each test writes its own)."""
+    head = (
+        "# Two replicas behind HAProxy, under faults\n\n"
+        "Written by `make e2e` (`tests/e2e/test_scale_out.py`): two `serve` replicas on one\n"
+        "`redis-server`, behind HAProxy (round robin, `option httpchk GET /health` every\n"
+        "200 ms, `option redispatch`), all on 127.0.0.1, in front of the scripted upstream.\n"
+    )
+    old = REPORT.read_text(encoding="utf-8") if REPORT.exists() else ""
+    sections = {part.split("\n", 1)[0]: part for part in old.split("\n## ")[1:] if part.strip()}
+    sections[title] = f"{title}\n\n{text}"
+    body = "\n## ".join(sections[name].rstrip("\n") + "\n" for name in sorted(sections))
+    REPORT.write_text(f"{head}\n## {body}", encoding="utf-8")
+
+
+def test_redis_killed_and_started_again_under_load(cluster: Cluster) -> None:
+    """50 clients stream through the balancer while Redis is killed (SIGKILL) and started
+    again: no 5xx but the store's 503, nothing answered as stored that was not, and the
+    replicas use Redis again by themselves."""
+    down: list[float] = []
+
+    def outage() -> None:
+        time.sleep(1.5)
+        assert cluster.redis.process is not None
+        cluster.redis.process.kill()
+        cluster.redis.process.wait(10)
+        cluster.redis.process = None
+        down.append(time.monotonic())
+        time.sleep(3.0)
+        cluster.redis.start()
+        down.append(time.monotonic())
+
+    out = run_streams(cluster.url, "fake-model", workers=50, seconds=9.0, outage=outage)
+    time.sleep(RETRY_AFTER + 0.5)
+    check_outcomes(cluster.url, out)
+    assert out.stored and (out.lost or out.refused), out.summary()
+    _report(
+        "Redis killed and started again",
+        "50 clients stream for 9 s (each waits as a 503's `Retry-After` says); Redis is\n"
+        f"killed with SIGKILL 1.5 s in and started again {down[1] - down[0]:.1f} s later.\n"
+        "Every stream was checked by the validator (`--strict`).\n\n"
+        "| figure | count |\n|---|---|\n"
+        f"| answered as stored (`response.completed`), each retrievable afterwards | "
+        f"{len(out.stored)} |\n"
+        f"| ended `response.failed` saying it was not stored, each a 404 afterwards | "
+        f"{len(out.lost)} |\n"
+        f"| refused with 503 `store_unavailable` before anything was sent | {out.refused} |\n"
+        f"| any other answer (a 500, a hang, a broken stream) | {len(out.invalid)} |\n",
     )

@@ -43,6 +43,7 @@ from .request_ids import RequestIds
 from .responses_routes import create, delete, input_items, retrieve
 from .shutdown import Drain
 from .state import Gateway
+from .store_guard import GuardedStore
 from .tenancy import KeyCheck
 from .websocket import serve_websocket
 
@@ -54,9 +55,10 @@ Handler = Callable[[Request], Awaitable[Response]]
 
 def create_app(gw: Gateway) -> Starlette:
     """The ASGI app serving ``gw``; closing it closes the upstream clients and the store.
-    Its metrics are ``app.state.metrics``; ``gw.store`` is then metered."""
+    Its metrics are ``app.state.metrics``; ``gw.store`` is then metered, and its outages
+    are 503s (``store_guard``)."""
     metrics = Metrics()
-    gw.store = MeteredStore(gw.store, metrics)
+    gw.store = GuardedStore(MeteredStore(gw.store, metrics))
     for name, client in gw.router.clients.items():
         client.observer = functools.partial(metrics.upstream_error, name)
 

@@ -38,7 +38,10 @@ async def create(gw: Gateway, request: Request, dialect: str) -> Response:
     error: dict[str, Any] | None = None
     async for frame in turn.frames():
         error = error or error_event(frame)
-    await keep(gw.store, turn)
+    try:
+        await keep(gw.store, turn)
+    except GatewayError as exc:  # nothing was sent: the client may ask again
+        return error_response(exc)
     answer = final_answer(turn, error)
     answer.headers.update(headers)
     return answer

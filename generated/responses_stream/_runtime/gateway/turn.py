@@ -25,11 +25,12 @@ from ..inputs.api import asse_from_chat
 from .chat_request import translate
 from .config import GatewayConfig
 from .context import ConnectionCache, load_context
-from .errors import bad_request
+from .errors import GatewayError, bad_request
 from .items import normalize_input, with_ids
 from .references import resolve_references
 from .routing import Routed
 from .store import Store, StoredResponse
+from .store_guard import check_writable
 from .tenancy import Caller
 from .upstream import Upstream, UpstreamStream
 
@@ -130,11 +131,13 @@ class Turn:
 
     async def frames(self, store: Store | None = None) -> AsyncGenerator[bytes, None]:
         """The SSE frames of the stream, those of one upstream chunk in one piece; sets
-        ``response`` at its end and, with ``store``, keeps the turn there (see
-        :func:`keep`) once the last frame was taken."""
+        ``response`` at its end.  With ``store``, a turn to be kept holds its terminal
+        event back until the store has it (see :func:`keep`); when the store fails, the
+        stream ends with ``response.failed`` instead, saying the response was not stored."""
         if self._frames is None:
             raise NotReady("Turn.start() must succeed first")
-        frames, last = self._frames, b""
+        frames, last, held = self._frames, b"", b""
+        hold = store is not None and self.store
         try:
             for frame in self._first:
                 last = _terminal(frame) or last
@@ -142,13 +145,42 @@ class Turn:
             self._first.clear()
             async for frame in frames:
                 last = _terminal(frame) or last
-                yield frame
+                cut = _terminal_start(frame) if hold and not held else None
+                if cut is not None:
+                    frame, held = frame[:cut], frame[cut:]
+                elif held:
+                    frame, held = b"", held + frame
+                if frame:
+                    yield frame
         finally:
             await frames.aclose()
             await self.aclose()
         self.response = _response_of(last)
-        if store is not None:
+        if store is None:
+            return
+        try:
             await keep(store, self)
+        except GatewayError as exc:
+            if not held:  # its terminal event went out with the first frames
+                log.error("response %s was not stored: %s", self.response_id, exc.message)
+                return
+            held = self._not_stored(held, exc)
+        if held:
+            yield held
+
+    def _not_stored(self, held: bytes, exc: GatewayError) -> bytes:
+        """The terminal frame ``held`` as ``response.failed``: the store did not take it."""
+        event = json.loads(_TERMINAL_FRAME.findall(held)[-1])
+        response = event["response"]
+        response.update(status="failed", incomplete_details=None)
+        if "completed_at" in response:
+            response["completed_at"] = None
+        message = f"The response was not stored: {exc.message}"
+        response["error"] = {"code": "server_error", "message": message}
+        event["type"] = "response.failed"
+        self.response = response
+        data = json.dumps(event, ensure_ascii=False, separators=(",", ":"))
+        return f"event: response.failed\ndata: {data}\n\n".encode()
 
     async def aclose(self) -> None:
         if self._stream is not None:
@@ -170,6 +202,15 @@ def _terminal(frames: bytes) -> bytes | None:
         return None
     payloads: list[bytes] = _TERMINAL_FRAME.findall(frames)
     return payloads[-1] if payloads else None
+
+
+def _terminal_start(frames: bytes) -> int | None:
+    """Where the terminal event's frame starts among ``frames``, if it is there."""
+    for name in (b"completed", b"incomplete", b"failed"):
+        at = frames.find(b"event: response." + name + b"\n")
+        if at >= 0:
+            return at
+    return None
 
 
 def _response_of(payload: bytes) -> dict[str, Any] | None:
@@ -222,6 +263,8 @@ async def plan_turn(
     if chat.dropped:
         log.info("left out of the upstream request (hosted tools): %s", ", ".join(chat.dropped))
     keep = body.get("store")
+    if keep is not False:
+        check_writable(store)  # a store known to be down: refused before the upstream is called
     echo = {k: v for k, v in body.items() if k not in ("input", *TRANSPORT_FIELDS)}
     echo["store"] = keep is not False
     return Turn(
@@ -239,11 +282,9 @@ async def plan_turn(
 
 
 async def keep(store: Store, turn: Turn) -> None:
-    """Store a finished turn when it asked to be stored; a store failure is logged."""
+    """Store a finished turn when it asked to be stored; a store that fails is a
+    :class:`GatewayError` (503, see ``store_guard``), so that no answer says a response
+    was kept that was not."""
     if not turn.store or turn.response is None:
         return
-    try:
-        record = StoredResponse(turn.response, turn.input_items, tenant=turn.tenant)
-        await store.put(record)
-    except Exception as exc:  # the client has its answer: say so in the log, keep serving
-        log.error("could not store response %s: %s", turn.response_id, exc)
+    await store.put(StoredResponse(turn.response, turn.input_items, tenant=turn.tenant))

@@ -28,7 +28,7 @@ from .http import parse_object, too_large
 from .request_check import check_request
 from .state import Gateway
 from .tenancy import Caller
-from .turn import keep, plan_turn
+from .turn import plan_turn
 
 IGNORED = ("stream", "stream_options")  # a WebSocket turn always streams
 
@@ -108,11 +108,10 @@ async def _turn(
             cache.evict(previous)
         await _send(ws, exc.websocket_event())
         return
-    async with aclosing(turn.frames()) as frames:
+    async with aclosing(turn.frames(gw.store)) as frames:
         async for frame in frames:
             for payload in _payloads(frame):
                 await ws.send_text(payload)
-    await keep(gw.store, turn)
     if (turn.response or {}).get("status") == "failed":
         if isinstance(previous, str):
             cache.evict(previous)

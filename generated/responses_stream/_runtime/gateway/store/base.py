@@ -32,6 +32,10 @@ class StoreError(ResponsesStreamError):
     """A backend failed (disk full, Redis down...); the message never shows a password."""
 
 
+class StoreUnavailable(StoreError):
+    """The backend could not be reached, or did not take a write (it may come back)."""
+
+
 @dataclass(frozen=True)
 class StoredResponse:
     """A finished response as sent to the client, and the input items of its own turn."""

@@ -18,7 +18,7 @@ from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit, urlunsp
 from ...core.errors import BadValue
 from .base import (
     StoredResponse,
-    StoreError,
+    StoreUnavailable,
     decode_record,
     encode_record,
     hide_password,
@@ -154,14 +154,14 @@ class RedisStore:
     def _key(self, response_id: str) -> str:
         return self.prefix + response_id
 
-    def _error(self, doing: str, exc: BaseException) -> StoreError:
+    def _error(self, doing: str, exc: BaseException) -> StoreUnavailable:
         message = str(exc) or type(exc).__name__
         for secret in sorted(self._secrets, key=len, reverse=True):
             message = message.replace(secret, "***")
-        return StoreError(f"the Redis store {self.url} could not {doing}: {message}")
+        return StoreUnavailable(f"the Redis store {self.url} could not {doing}: {message}")
 
     async def _call(self, doing: str, call: Awaitable[T]) -> T:
-        """``await call``; a Redis or network failure is a StoreError."""
+        """``await call``; a Redis or network failure is a StoreUnavailable."""
         from redis.exceptions import RedisError
 
         try:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ...core.errors import BadValue
-from .base import StoredResponse, StoreError, decode_record, encode_record, new_secret
+from .base import StoredResponse, StoreUnavailable, decode_record, encode_record, new_secret
 
 T = TypeVar("T")
 
@@ -93,14 +93,15 @@ class SQLiteStore:
         self._lock = threading.Lock()
 
     async def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        """``work(connection)`` in a worker thread; a SQLite failure is a StoreError."""
+        """``work(connection)`` in a worker thread; a SQLite failure (a file that cannot be
+        written, a lock held too long) is a StoreUnavailable."""
 
         def locked() -> T:
             with self._lock:
                 try:
                     return work(self._db)
                 except sqlite3.Error as exc:
-                    raise StoreError(f"the SQLite store {self.path} failed: {exc}") from None
+                    raise StoreUnavailable(f"the SQLite store {self.path} failed: {exc}") from None
 
         return await asyncio.to_thread(locked)
 
