@@ -32,7 +32,7 @@ Model names starting with a fault name script it, on both POST routes:
 chunks, then the connection is closed without ``[DONE]``) and ``fake-slow`` (0.2 s
 between chunks); on the chat route ``fake-error`` sends a few chunks, then the error
 chunk llama.cpp's server sends (:data:`MIDSTREAM_ERROR`) and ends, and ``fake-pause``
-falls silent for :data:`PAUSE` seconds mid-stream.  A request with
+falls silent for :data:`PAUSE` seconds mid-stream (``fake-pause-N``: N seconds).  A request with
 ``logprobs: true`` gets each answer piece's log probabilities
 (:func:`token_logprob`, ``top_logprobs`` alternatives).
 
@@ -481,6 +481,14 @@ class _CutResponse(Response):
         # returning with the body unfinished: uvicorn closes the connection
 
 
+def _pause(model: str) -> float:
+    """The silence of a ``fake-pause`` model: ``PAUSE``, or N seconds for ``fake-pause-N``."""
+    if not model.startswith("fake-pause"):
+        return 0.0
+    given = model.removeprefix("fake-pause").removeprefix("-")
+    return float(given) if given else PAUSE
+
+
 async def _paced(frames: Sequence[bytes], delay: float, pause: float = 0.0) -> AsyncIterator[bytes]:
     """``frames`` with ``delay`` seconds between two, and ``pause`` seconds of silence
     after the first ``PAUSE_AFTER``."""
@@ -634,8 +642,9 @@ class ModelUpstream:
             frames = [*frames[:CUT_AFTER], sse_data(MIDSTREAM_ERROR)]
             return StreamingResponse(_paced(frames, delay), media_type="text/event-stream")
         frames.append(b"data: [DONE]\n\n")
-        pause = PAUSE if model.startswith("fake-pause") else 0.0
-        return StreamingResponse(_paced(frames, delay, pause), media_type="text/event-stream")
+        return StreamingResponse(
+            _paced(frames, delay, _pause(model)), media_type="text/event-stream"
+        )
 
     async def _responses(self, request: Request) -> Response:
         _, body = await self._record(request)
@@ -661,8 +670,9 @@ class ModelUpstream:
         delay = self._pace(model)
         if model.startswith("fake-cut"):
             return _CutResponse(frames[:CUT_AFTER], "text/event-stream", delay)
-        pause = PAUSE if model.startswith("fake-pause") else 0.0
-        return StreamingResponse(_paced(frames, delay, pause), media_type="text/event-stream")
+        return StreamingResponse(
+            _paced(frames, delay, _pause(model)), media_type="text/event-stream"
+        )
 
 
 def main(argv: Sequence[str] | None = None) -> None:

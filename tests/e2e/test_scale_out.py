@@ -15,6 +15,7 @@ import asyncio
 import json
 import os
 import shutil
+import statistics
 import sys
 import threading
 import time
@@ -56,7 +57,7 @@ defaults
     option http-no-delay
     timeout connect 2s
     timeout client 60s
-    timeout server 60s
+    timeout server {server_timeout}
     retries 2
     option redispatch
 frontend gateway
@@ -69,7 +70,17 @@ backend replicas
     default-server inter 200ms fall 2 rise 2
     server r1 127.0.0.1:{r1} check
     server r2 127.0.0.1:{r2} check
+frontend silent
+    bind 127.0.0.1:{silent_port}
+    default_backend silent
+backend silent
+    option httpchk GET /health
+    server r3 127.0.0.1:{r3} check inter 200ms
 """
+# A balancer's idle timeout far below the usual 60 s, and replicas that beat faster than
+# it (r3 does not beat: the control that shows the timeout cuts a silent stream).
+SERVER_TIMEOUT = 2.0
+HEARTBEATS = {"r1": "1", "r2": "1", "r3": "0"}
 
 
 @dataclass
@@ -79,6 +90,8 @@ class Cluster:
     store: str  # the replicas' store URL
     upstream: ModelUpstream
     redis: RedisServer
+    direct: dict[str, str]  # each replica's own URL, by name
+    silent_url: str  # the balancer's frontend for r3, which sends no heartbeat
 
 
 @pytest.fixture
@@ -92,22 +105,28 @@ def cluster(tmp_path: Path) -> Iterator[Cluster]:
             up = stack.enter_context(upstream.serve()) + "/v1"
             replicas: dict[str, Popen[Any]] = {}
             ports = {}
-            for name in ("r1", "r2"):
+            for name, beat in HEARTBEATS.items():
                 port = free_port()
                 cmd = [sys.executable, "-m", "responses_stream", "serve", "--upstream", up]
                 cmd += ["--port", str(port), "--store", store, "--log-level", "warning"]
+                cmd += ["--heartbeat", beat]
                 log = tmp_path / f"{name}.log"
                 _, replicas[name] = stack.enter_context(
                     started(cmd, log, port, 30, cwd=ROOT / "generated")
                 )
                 ports[name] = port
-            port = free_port()
+            port, silent_port = free_port(), free_port()
             config = tmp_path / "haproxy.cfg"
-            config.write_text(HAPROXY_CONFIG.format(port=port, **ports), encoding="utf-8")
+            text = HAPROXY_CONFIG.format(
+                port=port, silent_port=silent_port, server_timeout=f"{SERVER_TIMEOUT:g}s", **ports
+            )
+            config.write_text(text, encoding="utf-8")
             cmd = [HAPROXY, "-f", str(config), "-db"]
             url = stack.enter_context(running(cmd, tmp_path / "haproxy.log", port, 10))
             _wait_both_up(url)
-            yield Cluster(url, replicas, store, upstream, server)
+            direct = {name: f"http://127.0.0.1:{p}" for name, p in ports.items()}
+            silent = f"http://127.0.0.1:{silent_port}"
+            yield Cluster(url, replicas, store, upstream, server, direct, silent)
     finally:
         server.stop()
 
@@ -295,4 +314,92 @@ def test_redis_killed_and_started_again_under_load(cluster: Cluster) -> None:
         f"{len(out.lost)} |\n"
         f"| refused with 503 `store_unavailable` before anything was sent | {out.refused} |\n"
         f"| any other answer (a 500, a hang, a broken stream) | {len(out.invalid)} |\n",
+    )
+
+
+def _silent_stream(url: str) -> tuple[int, list[str], bytes]:
+    """A stream whose upstream falls silent for 5 s mid-way: status, event types, the
+    raw body (its end tells how it ended)."""
+    body = {"model": "fake-pause-5", "input": "Count from 1 to 5.", "stream": True}
+    raw = b""
+    with httpx.stream("POST", url + "/v1/responses", json=body, headers=AUTH, timeout=30) as r:
+        status = r.status_code
+        try:
+            for piece in r.iter_raw():
+                raw += piece
+        except httpx.RemoteProtocolError:  # the balancer cut it
+            pass
+    types = [
+        json.loads(line[6:])["type"]
+        for line in raw.decode(errors="replace").split("\n")
+        if line.startswith("data: ")
+    ]
+    return status, types, raw
+
+
+def test_heartbeats_keep_a_silent_stream_past_the_balancer_timeout(cluster: Cluster) -> None:
+    """``timeout server 2s``: the replicas beating every second keep a stream whose
+    upstream is silent for 5 s; the one that does not beat is cut by HAProxy."""
+    status, types, raw = _silent_stream(cluster.url)
+    assert status == 200 and types[-1] == "response.completed", types[-3:]
+    assert raw.count(b": keep-alive") >= 4
+    client = sdk(cluster.url)
+    with client.responses.create(model="fake-pause-5", input="Count.", stream=True) as events:
+        assert [e.type for e in events][-1] == "response.completed"
+    status, types, raw = _silent_stream(cluster.silent_url)
+    assert b": keep-alive" not in raw
+    assert "response.completed" not in types, "without a beat the balancer must cut it"
+    _report(
+        "A silent upstream behind a short idle timeout",
+        f"HAProxy's `timeout server` is {SERVER_TIMEOUT:g} s; the upstream says nothing for\n"
+        "5 s mid-stream. Replicas with `--heartbeat 1` keep the stream (a comment line a\n"
+        "second; the strict openai SDK reads it to `response.completed`); the replica with\n"
+        f"`--heartbeat 0` has it cut by the balancer (its client saw {len(types)} events\n"
+        "and no terminal one).\n",
+    )
+
+
+def _delta_times(client: httpx.Client, n: int) -> list[float]:
+    """Seconds from the request to each ``output_text.delta`` of a paced stream, sent on
+    ``client``'s kept connection (its setup, which a balancer lengthens, is left out)."""
+    body = {"model": "fake-slow", "input": f"delta timing {n}", "stream": True}
+    start, times = time.perf_counter(), []
+    with client.stream("POST", "/v1/responses", json=body, headers=AUTH, timeout=30) as r:
+        for line in r.iter_lines():
+            if line.startswith("data: ") and '"response.output_text.delta"' in line[:60]:
+                times.append(time.perf_counter() - start)
+    return times
+
+
+def test_delta_latency_through_the_balancer(cluster: Cluster) -> None:
+    """The same paced streams straight to a replica and through HAProxy, alternated: what
+    the balancer adds to each delta's arrival (``option http-no-delay``)."""
+    direct, balanced = [], []
+    with (
+        httpx.Client(base_url=cluster.direct["r1"]) as straight,
+        httpx.Client(base_url=cluster.url) as through,
+    ):
+        for client in (straight, through):
+            client.get("/health")  # the kept connection is open before the first stream
+        for n in range(8):
+            direct.append(_delta_times(straight, n))
+            balanced.append(_delta_times(through, n))
+    count = min(map(len, direct + balanced))
+    assert count >= 5
+    added = sorted(
+        statistics.median(b[i] for b in balanced) - statistics.median(d[i] for d in direct)
+        for i in range(count)
+    )
+    p50 = statistics.median(added) * 1000
+    worst = added[-1] * 1000
+    assert p50 < 20, f"the balancer holds deltas back: {p50:.1f} ms at the median"
+    _report(
+        "Delta latency through the balancer",
+        "8 paced streams (a chunk every 0.2 s) straight to a replica and 8 through HAProxy,\n"
+        "alternated, each path on one kept connection; for each of the first\n"
+        f"{count} deltas, its median time from the request through the balancer, less the\n"
+        "same direct:\n\n"
+        "| added by the balancer | ms |\n|---|---|\n"
+        f"| median over the deltas | {p50:.1f} |\n"
+        f"| largest | {worst:.1f} |\n",
     )
