@@ -24,10 +24,11 @@ from typing import Any
 
 import httpx
 import pytest
-from gateway_support import gateway, sdk
+from gateway_support import gateway, sdk, ws_turn
 from gateway_upstream import ModelUpstream
 from outage_load import check_outcomes, run_streams
 from redis_server import RedisServer
+from websockets.sync.client import connect
 
 from responses_stream import parse_sse, validate_payloads
 from responses_stream._runtime.gateway.store_guard import RETRY_AFTER
@@ -171,3 +172,21 @@ def test_streams_under_way_while_sqlite_fails_and_recovers(
         check_outcomes(url, out)
     print(out.summary())
     assert out.stored and (out.lost or out.refused), out.summary()
+
+
+def test_a_websocket_turn_the_store_did_not_take_ends_failed(
+    upstream: tuple[str, ModelUpstream], tmp_path: Path
+) -> None:
+    folder = tmp_path / "store"
+    with gateway(upstream[0] + "/v1", f"sqlite:///{folder / 'responses.db'}") as url:
+        sdk(url).responses.create(**ASK)
+        with connect("ws" + url.removeprefix("http") + "/v1/responses") as ws:
+            with unwritable(folder):
+                events = ws_turn(ws, {"type": "response.create", **ASK})
+                _not_stored(events)
+                refused = ws_turn(ws, {"type": "response.create", **ASK})
+            assert refused[-1]["type"] == "error" and refused[-1]["status"] == 503
+            assert refused[-1]["error"]["code"] == "store_unavailable"
+            time.sleep(RETRY_AFTER + 0.1)
+            events = ws_turn(ws, {"type": "response.create", **ASK})
+            assert events[-1]["type"] == "response.completed"

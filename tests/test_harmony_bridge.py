@@ -28,6 +28,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from invariants import check_stream
 from openai import OpenAI
 from openai.types.responses import ResponseStreamEvent
@@ -482,3 +484,66 @@ def test_the_vocabulary_comes_from_the_package() -> None:
         or os.environ["TIKTOKEN_ENCODINGS_BASE"] != folder
     )
     assert encoding().name == "HarmonyGptOss"
+
+
+# -- random messages, rendered and tokenized by openai-harmony -------------------------
+ROUTES = [
+    ("analysis", None),
+    ("commentary", None),
+    ("final", None),
+    ("commentary", "functions.get_weather"),
+    ("analysis", "python"),
+]
+
+
+@st.composite
+def harmony_turns(draw: st.DrawFn) -> list[tuple[str, str | None, str]]:
+    """A few assistant messages on random routes, their text any characters at all:
+    whitespace alone, control characters, characters the vocabulary spells in bytes."""
+    text = st.text(st.characters(codec="utf-8"), max_size=12) | st.sampled_from(
+        [" ", "\n", "\t \n", "\x00", "\x1b[0m", "\r\n", "\u2028"]
+    )
+    return draw(
+        st.lists(st.tuples(st.sampled_from(ROUTES), text), min_size=1, max_size=4).map(
+            lambda turns: [(c, r, t) for (c, r), t in turns]
+        )
+    )
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(turns=harmony_turns())
+def test_any_text_crosses_the_bridge_as_the_tokens_carry_it(
+    turns: list[tuple[str, str | None, str]],
+) -> None:
+    """Each message's text reaches its item unchanged, as openai-harmony renders it into
+    tokens (whitespace-only arguments and control characters too)."""
+    enc = encoding()
+    messages = [assistant(text, channel, recipient) for channel, recipient, text in turns]
+    tokens = completion_tokens(messages)
+    response, _, _ = run_tokens(tokens)
+    # the oracle: openai-harmony's own parse of the same tokens
+    parsed = enc.parse_messages_from_completion_tokens(tokens, H.Role.ASSISTANT)
+    expected = ["".join(c.text for c in m.content) for m in parsed]
+    assert [item_text(item) for item in response["output"]] == expected
+    assert expected == [text for _, _, text in turns]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(route=st.sampled_from(ROUTES), content=st.lists(st.integers(0, 199_997), max_size=6))
+def test_any_content_tokens_cross_the_bridge_as_openai_harmony_reads_them(
+    route: tuple[str, str | None], content: list[int]
+) -> None:
+    """A message whose content is random ordinary tokens (bytes a character is split
+    over, whitespace, control characters): its item holds what openai-harmony parses."""
+    enc = encoding()
+    marker = enc.encode("MARKER", allowed_special=set())
+    tokens = completion_tokens([assistant("MARKER", *route)])
+    at = next(i for i in range(len(tokens)) if tokens[i : i + len(marker)] == marker)
+    tokens[at : at + len(marker)] = content
+    try:
+        parsed = enc.parse_messages_from_completion_tokens(tokens, H.Role.ASSISTANT)
+    except Exception:  # noqa: BLE001 - not a message openai-harmony reads: no oracle
+        return
+    response, _, _ = run_tokens(tokens)
+    expected = ["".join(c.text for c in m.content) for m in parsed]
+    assert [item_text(item) for item in response["output"]] == expected
