@@ -73,8 +73,10 @@ e2e: install
 		&& RESPONSES_STREAM_E2E_LLAMA="$$LLAMA" RESPONSES_STREAM_E2E_PYTHON=$(E2E_VENV)/bin/python \
 		RESPONSES_STREAM_E2E_NODE=$(E2E_NODE) $(PYTHON) -m pytest tests/e2e
 
-# Every hypothesis target in tests/fuzz with at least 2,000 examples each; the
-# statistics hypothesis prints give each target's count.
+# Every hypothesis target in tests/fuzz with at least 2,000 examples each (the schema
+# fuzzer, schemathesis against `serve`, adds its coverage phase and bodies the schemas
+# refuse); the statistics hypothesis prints give each target's count, and the schema
+# fuzzer prints the answers it got by route.
 fuzz: install
 	HYPOTHESIS_PROFILE=fuzz $(PYTHON) -m pytest tests/fuzz --hypothesis-show-statistics
 

@@ -19,6 +19,7 @@ from . import (
     bench_memory,
     bench_peer,
     bench_request,
+    bench_soak,
     bench_to_chat,
     bench_validate,
     bench_workers,
@@ -46,6 +47,7 @@ def main(argv: list[str]) -> int:
     bench_first_event.run(r, quick)
     peer = bench_peer.run(r, quick)
     workers = bench_workers.run(r, quick)
+    bench_soak.run(r, quick)
     elapsed = time.time() - start
     machine.after()
     print("\n" + report.table(r))

@@ -212,6 +212,9 @@ def test_open_responses_non_streaming_matches_the_schema(gw: str) -> None:
         ({"reasoning": {}, "text": {}}, {}),
         ({"reasoning": {"summary": "auto"}}, {"summary": "auto"}),
         ({"text": {"verbosity": "low"}}, {"verbosity": "low"}),
+        # null is left out, or filled (found by schema fuzzing)
+        ({"text": {"format": None, "verbosity": None}}, {}),
+        ({"reasoning": {"effort": None, "summary": "auto"}}, {"summary": "auto"}),
     ],
 )
 def test_echoed_reasoning_and_text_hold_what_the_schema_requires(
@@ -288,6 +291,16 @@ def test_compaction_then_a_new_chain(gw: str, upstream: tuple[str, ModelUpstream
     assert messages[1]["content"].startswith("Summary of the earlier conversation:\n")
     missing = httpx.post(gw + OR + "/responses/compact", json={"input": "x"}, timeout=30)
     assert missing.status_code == 400
+
+
+def test_compaction_keeps_parts_without_the_nulls_a_request_sent(gw: str) -> None:
+    """A kept user message's parts lose the null keys the request sent: the output schema
+    takes none (found by schema fuzzing)."""
+    part = {"type": "input_file", "filename": "a.txt", "file_data": "aGk=", "file_url": None}
+    body = {"model": "fake-model", "input": [{"role": "user", "content": [part]}]}
+    compacted = httpx.post(gw + OR + "/responses/compact", json=body, timeout=30).json()
+    assert schema_errors("CompactResource", compacted) == []
+    assert compacted["output"][0]["content"] == [{k: v for k, v in part.items() if v}]
 
 
 def _turn(ws: Any, body: dict[str, Any]) -> list[dict[str, Any]]:

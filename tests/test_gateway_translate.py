@@ -2385,3 +2385,27 @@ def test_chat_unnormalized_items_with_bad_shapes(item: Any, param: str) -> None:
 )
 def test_responses_unhashable_values(msg: Any, param: str) -> None:
     assert responses_error(None, [msg]) == param
+
+
+def test_a_server_run_tool_search_without_call_ids_is_paired_in_order() -> None:
+    """A tool_search_call and its output may both lack call_id (the server ran the
+    search); the chat upstream gets a call and the tool message that answers it
+    (found by schema fuzzing: it was a 500)."""
+    items = [
+        {"type": "tool_search_call", "id": "ts_1", "arguments": {"q": "x"}},
+        {"type": "tool_search_output", "id": "tso_1", "tools": []},
+        {"role": "user", "content": "go on"},
+    ]
+    call, answer, _ = messages(items)
+    assert call["tool_calls"][0]["id"] == answer["tool_call_id"] == "call_ts_1"
+    assert call["tool_calls"][0]["function"] == {"name": "tool_search", "arguments": '{"q": "x"}'}
+    assert answer["content"] == '{"tools": []}'
+
+
+def test_a_chat_custom_tool_with_a_null_format() -> None:
+    """``format: null`` on a chat custom tool is no format (found by schema fuzzing: it
+    was a 500)."""
+    tool = {"type": "custom", "custom": {"name": "patch", "format": None}}
+    assert to_responses({"tools": [tool]})["tools"] == [
+        {"type": "custom", "name": "patch", "format": None}
+    ]

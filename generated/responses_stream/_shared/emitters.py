@@ -5391,7 +5391,7 @@ class ResponseEmitter(
         "prompt_cache_key",
         "user",
     )
-    # an echoed object takes these keys where the request leaves them out
+    # an echoed object takes these keys where the request leaves them out or null
     ECHO_FILLS: ClassVar[dict[str, dict[str, Any]]] = {
         "text": {"format": {"type": "text"}},
         "reasoning": {"effort": None, "summary": None},
@@ -5478,8 +5478,11 @@ class ResponseEmitter(
                     self.fields[key] = request[key]
             for key, fill in self.ECHO_FILLS.items():
                 given = self.fields[key]
-                if isinstance(given, dict) and not fill.keys() <= given.keys():
-                    self.fields[key] = {**copy.deepcopy(fill), **given}
+                if isinstance(given, dict) and (
+                    not fill.keys() <= given.keys() or None in given.values()
+                ):  # a key left out or null: the fill's, or none
+                    kept = {k: v for k, v in given.items() if v is not None}
+                    self.fields[key] = {**copy.deepcopy(fill), **kept}
             if self._binding.echo_tools == "functions" and request.get("tools") is not None:
                 self.fields["tools"] = function_tools(request["tools"])
         if object is not UNSET:

@@ -148,10 +148,7 @@ def _named_tool(tool: Mapping[str, Any], prefix: str, names: ToolNames) -> dict[
         spec["parameters"] = parameters(tool.get("parameters"))
         spec.update(_set(tool, "strict"))
     elif fmt is not None and fmt["type"] == "grammar":
-        spec["format"] = {
-            "type": "grammar",
-            "grammar": _set(fmt, "definition", "syntax"),
-        }
+        spec["format"] = {"type": "grammar", "grammar": _set(fmt, "definition", "syntax")}
     elif fmt is not None:
         spec["format"] = {"type": "text"}
     return {"type": kind, kind: spec}
@@ -206,6 +203,7 @@ class _Messages:
         self.out: list[dict[str, Any]] = []
         self.calls: set[str] = set()
         self.reasoning: list[str] = []  # waiting for the assistant turn it belongs to
+        self.search = ""  # the id given the last server-run tool_search_call (none of its own)
 
     def add(self, item: Mapping[str, Any], where: str) -> None:
         kind = item["type"]
@@ -270,19 +268,22 @@ class _Messages:
             name, value = self.names.wire(name), item[CHAT_CALLS[kind][1]]
         chat_kind, key = CHAT_CALLS[kind]
         call = {"type": chat_kind, chat_kind: {"name": name, key: value}}
-        self.calls.add(item["call_id"])
+        call_id = item.get("call_id") or f"call_{item.get('id') or len(self.calls)}"
+        self.search = call_id if kind == "tool_search_call" else self.search
+        self.calls.add(call_id)
         last = self.out[-1] if self.out else None
         if last is None or last["role"] != "assistant" or self.reasoning:
             last = self._assistant(None)
             self.out.append(last)
-        last.setdefault("tool_calls", []).append({"id": item["call_id"], **call})
+        last.setdefault("tool_calls", []).append({"id": call_id, **call})
 
     def _output(self, item: Mapping[str, Any], where: str) -> None:
-        call_id = item.get("call_id")
+        search = item["type"] == "tool_search_output"  # server-run: it answers the last search
+        call_id = item.get("call_id") or (self.search if search else None)
         if call_id not in self.calls:
             message = f"No tool call found for function call output with call_id {call_id!r}."
             raise GatewayError(400, message, code="tool_call_not_found", param="input")
-        if item["type"] == "tool_search_output":
+        if search:
             content = json.dumps({"tools": item.get("tools") or []})
         else:
             content = _tool_output(item["output"], f"{where}.output")

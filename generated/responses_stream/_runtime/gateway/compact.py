@@ -115,5 +115,11 @@ def _kept(item: dict[str, Any]) -> dict[str, Any]:
         "type": "message",
         "status": "completed",
         "role": "user",
-        "content": item.get("content") or [],
+        "content": [_set(part) for part in item.get("content") or []],
     }
+
+
+def _set(part: Any) -> Any:
+    """A content part without its null keys (the output schema takes none: a request
+    may send them)."""
+    return {k: v for k, v in part.items() if v is not None} if isinstance(part, dict) else part

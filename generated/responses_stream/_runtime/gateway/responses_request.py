@@ -50,7 +50,7 @@ def _tool(tool: Mapping[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {"type": kind, **inner}
     if kind == "function":
         out.update(parameters=parameters(inner.get("parameters")), strict=bool(out.get("strict")))
-    elif inner.get("format", {}).get("type") == "grammar":
+    elif (inner.get("format") or {}).get("type") == "grammar":
         out["format"] = {"type": "grammar", **inner["format"]["grammar"]}
     return out
 
