@@ -59,6 +59,8 @@ ENVELOPE_INIT_NAMES = {
     "given",
     "ids",
     "isinstance",
+    "k",
+    "kept",
     "key",
     "now",
     "request",
@@ -82,6 +84,8 @@ GENERATED_LOCALS = {
     "id",
     "ids",
     "index",
+    "k",  # an echoed object's key and value, when its nulls are left out
+    "kept",
     "key",
     "made",  # what a factory or a hook made
     "p",
@@ -92,6 +96,7 @@ GENERATED_LOCALS = {
     "snap",
     "stream",
     "unknown",
+    "v",
 }
 GENERATED_MODULE_NAMES = {
     "annotations",
