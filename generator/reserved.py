@@ -55,12 +55,11 @@ ENVELOPE_INIT_NAMES = {
     "copy",
     "dict",
     "fill",
+    "echoed",
     "function_tools",
     "given",
     "ids",
     "isinstance",
-    "k",
-    "kept",
     "key",
     "now",
     "request",
@@ -84,8 +83,6 @@ GENERATED_LOCALS = {
     "id",
     "ids",
     "index",
-    "k",  # an echoed object's key and value, when its nulls are left out
-    "kept",
     "key",
     "made",  # what a factory or a hook made
     "p",
@@ -96,13 +93,13 @@ GENERATED_LOCALS = {
     "snap",
     "stream",
     "unknown",
-    "v",
 }
 GENERATED_MODULE_NAMES = {
     "annotations",
     "c",
     "copy",
     "dataclass",
+    "echoed",
     "function_tools",
     "msgspec",
     "now",

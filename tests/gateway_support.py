@@ -170,6 +170,20 @@ def _validator(name: str) -> Any:
     )
 
 
+def open_responses_view(instance: Any) -> Any:
+    """``instance`` (a Response, or an event holding one) as the Open Responses document
+    reads it: the document declares an echoed ``json_schema`` format's ``schema`` null
+    (``JsonSchemaResponseFormat``), where OpenAI's API, and the gateway, echo the schema
+    the request gave; that one key is set to null, the rest is judged as it is."""
+    response = instance.get("response", instance) if isinstance(instance, dict) else None
+    text = response.get("text") if isinstance(response, dict) else None
+    fmt = text.get("format") if isinstance(text, dict) else None
+    if not isinstance(fmt, dict) or fmt.get("type") != "json_schema":
+        return instance
+    seen = {**response, "text": {**response["text"], "format": {**fmt, "schema": None}}}
+    return {**instance, "response": seen} if "response" in instance else seen
+
+
 def schema_errors(name: str, instance: Any) -> list[str]:
     """Where ``instance`` breaks the Open Responses component ``name`` ([] when valid)."""
     return [
@@ -195,7 +209,7 @@ def event_errors(event: Mapping[str, Any]) -> list[str]:
     name = event_schemas().get(str(event.get("type")))
     if name is None:
         return [f"{event.get('type')}: not an Open Responses event"]
-    return schema_errors(name, event)
+    return schema_errors(name, open_responses_view(event))
 
 
 def proxy_app(

@@ -9,7 +9,14 @@ from typing import Any
 import httpx
 import openai
 import pytest
-from gateway_support import event_errors, gateway, schema_errors, sdk, ws_turn
+from gateway_support import (
+    event_errors,
+    gateway,
+    open_responses_view,
+    schema_errors,
+    sdk,
+    ws_turn,
+)
 from gateway_upstream import ModelUpstream
 from http_support import check_stream, parse_sse
 from websockets.sync.client import connect
@@ -206,6 +213,9 @@ def test_open_responses_non_streaming_matches_the_schema(gw: str) -> None:
     assert response["status"] == "completed"
 
 
+JSON_FORMAT = {"type": "json_schema", "name": "answer", "schema": {"type": "object"}}
+
+
 @pytest.mark.parametrize(
     ("given", "echoed"),
     [
@@ -215,6 +225,10 @@ def test_open_responses_non_streaming_matches_the_schema(gw: str) -> None:
         # null is left out, or filled (found by schema fuzzing)
         ({"text": {"format": None, "verbosity": None}}, {}),
         ({"reasoning": {"effort": None, "summary": "auto"}}, {"summary": "auto"}),
+        (
+            {"text": {"format": {**JSON_FORMAT, "description": None, "strict": None}}},
+            {"format": {**JSON_FORMAT, "description": None, "strict": False}},
+        ),
     ],
 )
 def test_echoed_reasoning_and_text_hold_what_the_schema_requires(
@@ -227,7 +241,7 @@ def test_echoed_reasoning_and_text_hold_what_the_schema_requires(
     for stream in (False, True):
         raw = httpx.post(gw + OR + "/responses", json={**body, "stream": stream}, timeout=30)
         response = parse_sse(raw.text)[0][-1]["response"] if stream else raw.json()
-        assert schema_errors("ResponseResource", response) == [], stream
+        assert schema_errors("ResponseResource", open_responses_view(response)) == [], stream
         if "reasoning" in given:
             assert response["reasoning"] == {"effort": None, "summary": None, **echoed}
         if "text" in given:
@@ -294,13 +308,16 @@ def test_compaction_then_a_new_chain(gw: str, upstream: tuple[str, ModelUpstream
 
 
 def test_compaction_keeps_parts_without_the_nulls_a_request_sent(gw: str) -> None:
-    """A kept user message's parts lose the null keys the request sent: the output schema
-    takes none (found by schema fuzzing)."""
+    """A kept user message's parts lose the null keys the request sent, and an image gets
+    its detail: the output schema takes no null and needs the detail (found by schema
+    fuzzing)."""
     part = {"type": "input_file", "filename": "a.txt", "file_data": "aGk=", "file_url": None}
-    body = {"model": "fake-model", "input": [{"role": "user", "content": [part]}]}
+    image = {"type": "input_image", "image_url": "data:image/png;base64,AA=="}
+    body = {"model": "fake-model", "input": [{"role": "user", "content": [part, image]}]}
     compacted = httpx.post(gw + OR + "/responses/compact", json=body, timeout=30).json()
     assert schema_errors("CompactResource", compacted) == []
-    assert compacted["output"][0]["content"] == [{k: v for k, v in part.items() if v}]
+    kept = [{k: v for k, v in part.items() if v}, {**image, "detail": "auto"}]
+    assert compacted["output"][0]["content"] == kept
 
 
 def _turn(ws: Any, body: dict[str, Any]) -> list[dict[str, Any]]:

@@ -13,7 +13,6 @@ envelope events a dialect reshapes are methods it overrides (``_emit_*``).
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeAlias
@@ -21,7 +20,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeAlias
 import msgspec
 from msgspec import UNSET, UnsetType
 
-from .._runtime.core.convert import function_tools
+from .._runtime.core.convert import echoed, function_tools
 from .._runtime.core.errors import TransitionError
 from .._runtime.core.stream import StreamBase, TextAcc, now
 from . import models as c
@@ -5478,11 +5477,8 @@ class ResponseEmitter(
                     self.fields[key] = request[key]
             for key, fill in self.ECHO_FILLS.items():
                 given = self.fields[key]
-                if isinstance(given, dict) and (
-                    not fill.keys() <= given.keys() or None in given.values()
-                ):  # a key left out or null: the fill's, or none
-                    kept = {k: v for k, v in given.items() if v is not None}
-                    self.fields[key] = {**copy.deepcopy(fill), **kept}
+                if isinstance(given, dict):
+                    self.fields[key] = echoed(given, fill)
             if self._binding.echo_tools == "functions" and request.get("tools") is not None:
                 self.fields["tools"] = function_tools(request["tools"])
         if object is not UNSET:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 from collections.abc import Mapping
@@ -149,6 +150,18 @@ def logprobs_from_chat(logprobs: Any) -> list[dict[str, Any]]:
             if t is not None
         ]
         out.append(entry)
+    return out
+
+
+def echoed(given: Mapping[str, Any], fill: Mapping[str, Any]) -> dict[str, Any]:
+    """An echoed request object (``text``, ``reasoning``) as the response schema takes
+    it: the ``fill``'s keys where the request left them out or null, its other null keys
+    left out, and a ``json_schema`` format with its ``description`` (null when not given)
+    and ``strict`` (false when not given)."""
+    out = {**copy.deepcopy(dict(fill)), **{k: v for k, v in given.items() if v is not None}}
+    fmt = out.get("format")
+    if isinstance(fmt, dict) and fmt.get("type") == "json_schema":
+        out["format"] = {"description": None, **fmt, "strict": bool(fmt.get("strict"))}
     return out
 
 

@@ -120,6 +120,9 @@ def _kept(item: dict[str, Any]) -> dict[str, Any]:
 
 
 def _set(part: Any) -> Any:
-    """A content part without its null keys (the output schema takes none: a request
-    may send them)."""
-    return {k: v for k, v in part.items() if v is not None} if isinstance(part, dict) else part
+    """A content part as an output holds it: without the null keys a request may send,
+    an image with its detail (``auto`` when the request left it out)."""
+    if not isinstance(part, dict):
+        return part
+    kept = {k: v for k, v in part.items() if v is not None}
+    return {**kept, "detail": kept.get("detail", "auto")} if kept["type"] == "input_image" else kept
