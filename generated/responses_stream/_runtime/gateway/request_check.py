@@ -112,21 +112,35 @@ def _check_entries(value: Any, table: Mapping[str, Any], where: str) -> None:
     that sets none of the keys its type ``needs``."""
     if not isinstance(value, list):
         return
+    names, keys = _KEYS[id(table)]
+    needs = table["needs"]
     for i, entry in enumerate(value):
         if not isinstance(entry, dict):
             continue
-        at, tag = f"{where}[{i}]", entry.get("type") or entry.get("role")
-        for key, why in table["keys"].items():
-            head, _, name = key.rpartition(".")
-            if (not head or head == tag) and entry.get(name) not in (None, False):
-                raise unsupported(f"{at}.{name}", why)
-        needs = table["needs"].get(tag, ())
-        if needs and all(_at(entry, name) is None for name in needs):
-            param, more = f"{at}.{needs[0]}", f" (or {', '.join(needs[1:])})" if needs[1:] else ""
+        tag = entry.get("type") or entry.get("role")
+        if not names.isdisjoint(entry):  # one of the refused keys is there: which, set?
+            for head, name, why in keys:
+                if (not head or head == tag) and entry.get(name) not in (None, False):
+                    raise unsupported(f"{where}[{i}].{name}", why)
+        needed = needs.get(tag) if needs else None
+        if needed and all(_at(entry, name) is None for name in needed):
+            param = f"{where}[{i}].{needed[0]}"
+            more = f" (or {', '.join(needed[1:])})" if needed[1:] else ""
             message = f"Missing required parameter: '{param}'{more}."
             raise GatewayError(400, message, code="missing_required_parameter", param=param)
         for name, inner in entry.items():
-            _check_entries(inner, table, f"{at}.{name}")
+            if isinstance(inner, list):
+                _check_entries(inner, table, f"{where}[{i}].{name}")
+
+
+# each route's refused keys taken apart once: their names, and (the tag or "", the key, why)
+_KEYS = {
+    id(table): (
+        frozenset(key.rpartition(".")[2] for key in table["keys"]),
+        tuple((*key.rpartition(".")[::2], why) for key, why in table["keys"].items()),
+    )
+    for table in ROUTES.values()
+}
 
 
 def _at(entry: Mapping[str, Any], path: str) -> Any:
