@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -32,27 +31,21 @@ from typing import Any
 import pytest
 import requests
 import schemathesis
-from openai.types.chat import ChatCompletion, ChatCompletionChunk
-from openai.types.responses import Response
-from schemathesis.config import SchemathesisConfig
-
-TESTS = Path(__file__).resolve().parents[1]
-for extra in (TESTS, TESTS.parent / "generated", TESTS.parent / "generated" / "tests"):
-    if str(extra) not in sys.path:
-        sys.path.insert(0, str(extra))
-
-from _support import request_routes  # noqa: E402
-from gateway_support import (  # noqa: E402
+from _support import request_routes
+from gateway_support import (
     event_errors,
     open_responses_view,
     schema_errors,
     serve_process,
 )
-from gateway_upstream import ModelUpstream  # noqa: E402
+from gateway_upstream import ModelUpstream
+from openai.types.chat import ChatCompletion, ChatCompletionChunk
+from openai.types.responses import Response
+from schemathesis.config import SchemathesisConfig
 
-from responses_stream import parse_sse, validate_payloads  # noqa: E402
+from responses_stream import parse_sse, validate_payloads
 
-VENDOR = TESTS.parent / "spec" / "vendor"
+VENDOR = Path(__file__).resolve().parents[2] / "spec" / "vendor"
 OPEN_RESPONSES = json.loads((VENDOR / "openresponses-openapi-2026-04-24.json").read_text())
 OPENAI = json.loads((VENDOR / "openai-openapi-2026-08-21-requests.json").read_text())
 OPENAI_PATHS = {

@@ -144,8 +144,9 @@ class Turn:
                 yield frame
             self._first.clear()
             async for frame in frames:
-                last = _terminal(frame) or last
-                cut = _terminal_start(frame) if hold and not held else None
+                terminal = _terminal(frame)
+                last = terminal or last
+                cut = _terminal_start(frame) if terminal and hold and not held else None
                 if cut is not None:
                     frame, held = frame[:cut], frame[cut:]
                 elif held:
