@@ -7,11 +7,14 @@ import platform
 import sys
 import time
 from collections import defaultdict
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from .gateway_load import PEER_SECTION
 from .harness import ROOT, SPREAD_BOUND, Machine, Report, Row, Target, fmt
+
+T = TypeVar("T")
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -106,6 +109,12 @@ def _machine() -> list[str]:
     ]
 
 
+def colours(names: Sequence[str], palette: Sequence[T]) -> dict[str, T]:
+    """A colour for each candidate, the palette's in turn (again from its start when there
+    are more candidates than colours)."""
+    return {name: palette[n % len(palette)] for n, name in enumerate(names)}
+
+
 def plot(report: Report) -> None:
     """Our cost beside each baseline, per path (log scale)."""
     import matplotlib
@@ -127,7 +136,7 @@ def plot(report: Report) -> None:
         groups[(r.section, r.path)][r.candidate] = r.median
         units[(r.section, r.path)] = r.unit
     names = list(dict.fromkeys(r.candidate for r in report.rows if plotted(r)))
-    colors = dict(zip(names, plt.get_cmap("tab10").colors, strict=False))
+    colors = colours(names, plt.get_cmap("tab20").colors)
     keys = list(groups)
     fig, ax = plt.subplots(figsize=(11, 0.55 * len(keys) * 1.6 + 1.5))
     for i, key in enumerate(keys):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from benchmarks.harness import SPREAD_BOUND, TRIES, Machine, Report, Target, spread_of, steady
-from benchmarks.report import bar_slots, figure, table, verdict
+from benchmarks.report import bar_slots, colours, figure, table, verdict
 
 
 def test_spread_is_largest_over_smallest_and_infinite_past_zero() -> None:
@@ -92,6 +92,13 @@ def test_a_plot_row_shares_its_band_among_the_bars_it_has() -> None:
     assert [round(y, 6) for y, _ in five] == [-0.32, -0.16, 0.0, 0.16, 0.32]
     assert {round(h, 6) for _, h in five} == {0.16}
     assert bar_slots(1, 0) == []
+
+
+def test_every_candidate_has_a_colour_when_they_outnumber_the_palette() -> None:
+    names = [f"candidate {n}" for n in range(13)]
+    given = colours(names, ["red", "green", "blue", "grey", "gold"])
+    assert list(given) == names
+    assert [given[n] for n in names[:6]] == ["red", "green", "blue", "grey", "gold", "red"]
 
 
 def test_the_pydantic_baseline_builds_its_event_validator_once_a_process() -> None:
