@@ -47,6 +47,15 @@ def render_models(schema: dict[str, Any], header: str) -> str:
     return tag_class_vars(out)
 
 
+def _segment(lines: list[str], node: ast.expr) -> str:
+    """The source text of a one-line ``node`` (``ast.get_source_segment`` splits the
+    whole source on every call: quadratic over a module of hundreds of classes)."""
+    end = node.end_lineno
+    assert end == node.lineno and node.end_col_offset is not None, "a one-line expression"
+    raw = lines[node.lineno - 1].encode()  # the offsets count UTF-8 bytes
+    return raw[node.col_offset : node.end_col_offset].decode()
+
+
 def tag_class_vars(source: str) -> str:
     """Give each tagged Struct of ``source`` its tag as a typed class attribute.
 
@@ -67,7 +76,7 @@ def tag_class_vars(source: str) -> str:
         if "tag_field" not in kw or "tag" not in kw:
             continue
         field = ast.literal_eval(kw["tag_field"])
-        tag = ast.get_source_segment(source, kw["tag"])
+        tag = _segment(lines, kw["tag"])
         body = node.body
         if any(isinstance(s, ast.AnnAssign) and ast.unparse(s.target) == field for s in body):
             continue

@@ -104,3 +104,16 @@ def test_a_source_without_tags_or_typing_import() -> None:
     out = tag_class_vars(tagged)
     assert "from typing import ClassVar, Literal\n\nfrom msgspec import Struct\n" in out
     assert _load(out)["A"].kind == "a"
+
+
+def test_a_tag_after_characters_of_several_bytes_is_read_whole() -> None:
+    """The parser's column offsets count UTF-8 bytes: a name of several bytes before the
+    tag on its line must not shift it."""
+    source = (
+        "from __future__ import annotations\n\n"
+        "from msgspec import Struct\n\n\n"
+        'class Événement(Struct, tag_field="type", tag="réponse.créée"):\n    x: int\n'
+    )
+    out = tag_class_vars(source)
+    assert '    type: ClassVar[Literal["réponse.créée"]] = "réponse.créée"\n' in out
+    assert _load(out)["Événement"].type == "réponse.créée"
