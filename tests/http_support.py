@@ -82,15 +82,23 @@ def make_app(
 
 
 @contextmanager
-def serve(app: Starlette, timeout: float = 10.0, lifespan: str = "off") -> Iterator[str]:
+def serve(
+    app: Starlette, timeout: float = 10.0, lifespan: str = "on", **options: Any
+) -> Iterator[str]:
     """Run ``app`` with uvicorn on an ephemeral 127.0.0.1 port in a thread; yields the base
-    URL.  ``lifespan``: uvicorn's setting (``"on"`` runs the app's startup and shutdown)."""
+    URL.  ``lifespan``: uvicorn's setting (``"on"`` runs the app's startup and shutdown);
+    ``options``: more of uvicorn's settings (with ``ssl_certfile``, the URL is https)."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
     config = uvicorn.Config(
-        app, log_level="warning", access_log=False, lifespan=lifespan, timeout_graceful_shutdown=2
+        app,
+        log_level="warning",
+        access_log=False,
+        lifespan=lifespan,
+        timeout_graceful_shutdown=2,
+        **options,
     )
     server = uvicorn.Server(config)
     thread = threading.Thread(
@@ -105,7 +113,8 @@ def serve(app: Starlette, timeout: float = 10.0, lifespan: str = "off") -> Itera
             if time.monotonic() > deadline:
                 raise TimeoutError("the test server did not start in time")
             time.sleep(0.01)
-        yield f"http://127.0.0.1:{port}"
+        scheme = "https" if options.get("ssl_certfile") else "http"
+        yield f"{scheme}://127.0.0.1:{port}"
     finally:
         server.should_exit = True
         thread.join(timeout)

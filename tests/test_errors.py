@@ -37,12 +37,12 @@ BUILTIN_BASES: dict[str, type[BaseException]] = {
     "StoreUnavailable": Exception,
     "UpstreamInterrupted": Exception,
     "UsageError": Exception,
-    "_NeverAnswered": Exception,
     "_Unusable": Exception,
     # what the package raised as bare builtins, now classes of its own
     "BadValue": ValueError,
     "MissingArgument": TypeError,
     "NotReady": RuntimeError,
+    "TransportError": ValueError,  # a BadValue naming the setting
 }
 
 

@@ -1,5 +1,6 @@
-"""The gateway's HTTP/1.1 client against real sockets: servers on 127.0.0.1 written
-byte by byte, so each answer is exactly what a test means it to be."""
+"""The gateway's HTTP client (aiohttp's, set up by ``http_client``) against real
+sockets: servers on 127.0.0.1 written byte by byte, so each answer is exactly what a
+test means it to be."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from typing import Any
 import pytest
 
 from responses_stream._runtime.gateway.http_client import Client, ClientError
+from responses_stream._runtime.gateway.transport import Transport
 from responses_stream._runtime.gateway.upstream import Upstream
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter, "Seen"], Awaitable[None]]
@@ -62,7 +64,7 @@ def run(handler: Handler, test: Callable[[Client, Seen], Awaitable[Any]], **opti
         try:
             return await test(client, seen)
         finally:
-            client.close()
+            await client.close()
             server.close()
 
     return asyncio.run(main())
@@ -84,14 +86,18 @@ async def keep_answering(r: asyncio.StreamReader, w: asyncio.StreamWriter, seen:
 
 
 async def get(client: Client, path: str = "/models") -> tuple[int, bytes]:
-    response = await client.request("GET", path, {})
+    return await send(client, "GET", path)
+
+
+async def send(client: Client, method: str, path: str = "/models") -> tuple[int, bytes]:
+    response = await client.request(method, path, {}, b"{}" if method == "POST" else b"")
     try:
         return response.status, await response.read(1 << 20)
     finally:
         response.close()
 
 
-def test_a_request_is_one_head_with_host_length_and_identity_encoding() -> None:
+def test_a_request_carries_host_length_its_headers_and_the_encodings_it_decodes() -> None:
     async def test(client: Client, seen: Seen) -> None:
         response = await client.request(
             "POST", "/chat/completions", {"authorization": "Bearer k"}, b'{"a": 1}'
@@ -103,7 +109,7 @@ def test_a_request_is_one_head_with_host_length_and_identity_encoding() -> None:
         lines = set(head.lower().split("\r\n"))
         port = client.port
         assert {f"host: 127.0.0.1:{port}", "authorization: bearer k"} <= lines
-        assert {"accept-encoding: identity", "content-length: 8"} <= lines
+        assert {"accept-encoding: gzip, deflate, br", "content-length: 8"} <= lines
         assert seen.bodies == [b'{"a": 1}']
 
     run(keep_answering, test)
@@ -137,10 +143,14 @@ def test_an_answer_closed_before_its_end_takes_its_connection_with_it() -> None:
     run(handler, test)
 
 
-def test_a_kept_connection_the_server_closed_as_the_request_went_out_is_retried() -> None:
+@pytest.mark.parametrize("method", ["GET", "POST"])
+def test_a_kept_connection_the_server_closed_as_the_request_went_out_is_retried(
+    method: str,
+) -> None:
     """The server reads the second request on the kept connection and closes it without
     a byte of answer (llama.cpp's server does this to a kept connection): the request
-    goes again on a new connection, once."""
+    goes again on a new connection, once (aiohttp retries a GET itself, the client a
+    POST)."""
 
     async def handler(r: asyncio.StreamReader, w: asyncio.StreamWriter, seen: Seen) -> None:
         if not await read_request(r, seen):
@@ -150,10 +160,12 @@ def test_a_kept_connection_the_server_closed_as_the_request_went_out_is_retried(
         await read_request(r, seen)  # read, then closed unanswered
 
     async def test(client: Client, seen: Seen) -> None:
-        assert await get(client) == (200, b"first")
-        assert await get(client) == (200, b"again")
+        assert await send(client, method) == (200, b"first")
+        assert await send(client, method) == (200, b"again")
         assert seen.connections == 2
         assert len(seen.heads) == 3  # the second request twice
+        if method == "POST":
+            assert seen.bodies[1:] == [b"{}", b"{}"]
 
     run(handler, test)
 
@@ -247,6 +259,33 @@ def test_a_body_cut_mid_answer_is_an_error() -> None:
     run(handler, test)
 
 
+@pytest.mark.parametrize("framing", ["length", "chunked"])
+def test_what_came_before_a_cut_is_read_before_the_error(framing: str) -> None:
+    """The server sends part of the body and closes; both reach the client before it
+    reads: the part comes out whole, then the error."""
+
+    async def handler(r: asyncio.StreamReader, w: asyncio.StreamWriter, seen: Seen) -> None:
+        await read_request(r, seen)
+        if framing == "length":
+            w.write(b"HTTP/1.1 200 OK\r\ncontent-length: 100\r\n\r\ndata: part\n\n")
+        else:
+            head = b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n"
+            w.write(head + b"c\r\ndata: part\n\n\r\n" + b"20\r\nda")
+        await w.drain()
+
+    async def test(client: Client, seen: Seen) -> None:
+        response = await client.request("POST", "/chat/completions", {}, b"{}")
+        await asyncio.sleep(0.2)  # the part and the close both came
+        got = b""
+        with pytest.raises(ClientError, match="closed the connection mid-answer"):
+            async for piece in response.pieces():
+                got += piece
+        assert got.startswith(b"data: part\n\n")
+        response.close()
+
+    run(handler, test)
+
+
 def test_a_malformed_answer_is_an_error() -> None:
     async def handler(r: asyncio.StreamReader, w: asyncio.StreamWriter, seen: Seen) -> None:
         await read_request(r, seen)
@@ -311,7 +350,6 @@ def test_https_verifies_the_server(tmp_path: Path) -> None:
     cert, key = _self_signed(tmp_path)
     served = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     served.load_cert_chain(cert, key)
-    trusting = ssl.create_default_context(cafile=str(cert))
 
     async def main() -> None:
         seen = Seen()
@@ -327,7 +365,8 @@ def test_https_verifies_the_server(tmp_path: Path) -> None:
 
         server = await asyncio.start_server(serve, "127.0.0.1", 0, ssl=served)
         port = server.sockets[0].getsockname()[1]
-        client = Client(f"https://127.0.0.1:{port}/v1", connect=5, read=5, tls=trusting)
+        trusting = Transport(ca_file=str(cert))
+        client = Client(f"https://127.0.0.1:{port}/v1", connect=5, read=5, transport=trusting)
         try:
             assert await get(client) == (200, b'{"n": 1}')
             assert await get(client) == (200, b'{"n": 2}')
@@ -335,8 +374,9 @@ def test_https_verifies_the_server(tmp_path: Path) -> None:
             stranger = Client(f"https://127.0.0.1:{port}/v1", connect=5, read=5)
             with pytest.raises(ClientError, match="CERTIFICATE_VERIFY_FAILED"):
                 await get(stranger)
+            await stranger.close()
         finally:
-            client.close()
+            await client.close()
             server.close()
 
     asyncio.run(main())

@@ -33,7 +33,6 @@ from starlette.websockets import WebSocket
 from ..version import __version__
 from .chat_route import chat_completions
 from .compact import compact
-from .direct import DirectRoutes
 from .errors import GatewayError
 from .http import DIALECT_PREFIXES, error_response
 from .metrics import CONTENT_TYPE as METRICS_TYPE
@@ -84,7 +83,6 @@ def create_app(gw: Gateway) -> Starlette:
             Middleware(RequestIds),
             Middleware(Observe, metrics=metrics),
             Middleware(KeyCheck, keys=gw.config.api_keys),
-            Middleware(DirectRoutes, routes=served),
         ],
         lifespan=lifespan,
         exception_handlers={HTTPException: _http_error},
@@ -99,7 +97,7 @@ def routes(gw: Gateway) -> list[BaseRoute]:
         out += _dialect_routes(gw, prefix, dialect)
     out += [
         Route("/v1/chat/completions", _bind(chat_completions, gw), methods=["POST"]),
-        Route("/health", _health, methods=["GET"]),
+        Route("/health", functools.partial(_health, gw), methods=["GET"]),
     ]
     return out
 
@@ -160,8 +158,12 @@ async def _models(gw: Gateway, request: Request) -> Response:
         return error_response(exc)
 
 
-async def _health(request: Request) -> Response:
-    return JSONResponse({"status": "ok", "version": __version__})
+async def _health(gw: Gateway, request: Request) -> Response:
+    body: dict[str, object] = {"status": "ok", "version": __version__}
+    warnings = gw.router.warnings()
+    if warnings:
+        body["warnings"] = warnings
+    return JSONResponse(body)
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:

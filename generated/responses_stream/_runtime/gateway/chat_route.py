@@ -10,7 +10,7 @@ from starlette.responses import JSONResponse, Response
 from ..consumers.to_chat import ReasoningMode, ResponsesToChat, achat_sse_from_responses
 from .chat_completion import fold_chunks
 from .errors import GatewayError
-from .http import EventStreamResponse, error_response, read_json
+from .http import error_response, event_stream, read_json
 from .request_check import check_request
 from .responses_request import responses_request
 from .state import Gateway
@@ -43,7 +43,7 @@ async def chat_completions(gw: Gateway, request: Request) -> Response:
         frames = achat_sse_from_responses(
             stream, include_usage=include_usage, reasoning=reasoning, model=model
         )
-        return EventStreamResponse(frames, stream.aclose, heartbeat=gw.config.heartbeat)
+        return event_stream(frames, stream.aclose, heartbeat=gw.config.heartbeat)
     conv = ResponsesToChat(reasoning=reasoning, include_usage=True, model=model)
     chunks: list[dict[str, Any]] = []
     try:

@@ -14,6 +14,13 @@ keys (each one key, or several separated by commas)::
         api_key_env: PROVIDER_API_KEY
         dialect: chat
         timeouts: {connect: 5, read: 120}
+      - name: internal
+        url: https://llm.internal.example/v1
+        proxy: http://proxy.internal.example:3128   # else HTTPS_PROXY / NO_PROXY decide
+        ca_file: certs/internal-ca.pem               # paths relative to this file
+        client_cert: certs/gateway.pem
+        client_key: certs/gateway.key
+        max_connections: 64
     models:
       - match: gemma-3-270m          # an exact name
         upstream: local
@@ -42,6 +49,7 @@ import yaml
 from ..core.errors import ResponsesStreamError
 from .routing import ModelRoute, Router, UpstreamSettings
 from .tenancy import gateway_keys
+from .transport import Transport, TransportError
 from .upstream import Timeouts, Upstream
 
 Name = Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")]
@@ -49,6 +57,7 @@ EnvName = Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
 Url = Annotated[str, msgspec.Meta(pattern=r"^https?://[^\s]+$")]
 Model = Annotated[str, msgspec.Meta(min_length=1)]
 Seconds = Annotated[float, msgspec.Meta(gt=0)]
+File = Annotated[str, msgspec.Meta(min_length=1)]
 
 
 class TimeoutsSpec(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
@@ -64,6 +73,12 @@ class UpstreamSpec(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     reasoning_field: Literal["reasoning_content", "reasoning"] = "reasoning_content"
     hosted_tools: Literal["drop", "refuse"] = "drop"
     timeouts: TimeoutsSpec = msgspec.field(default_factory=TimeoutsSpec)
+    proxy: Url | None = None
+    ca_file: File | None = None
+    client_cert: File | None = None
+    client_key: File | None = None
+    verify: bool = True
+    max_connections: Annotated[int, msgspec.Meta(ge=1)] | None = None
 
 
 class RouteSpec(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
@@ -121,7 +136,7 @@ def load_config(path: str | Path, environ: Mapping[str, str] | None = None) -> G
         raise ConfigError(
             f"{where}:{_line(node, steps)}: {_dotted(steps) or 'the file'}: {message}"
         ) from None
-    return _set_up(spec, node, where, env)
+    return _set_up(spec, node, where, env, Path(path).parent)
 
 
 def _parse(text: str, where: str) -> tuple[yaml.Node, Any]:
@@ -189,7 +204,9 @@ def _line(node: yaml.Node, steps: list[str | int]) -> int:
     return line
 
 
-def _set_up(spec: ConfigFile, node: yaml.Node, where: str, env: Mapping[str, str]) -> GatewayFile:
+def _set_up(
+    spec: ConfigFile, node: yaml.Node, where: str, env: Mapping[str, str], folder: Path
+) -> GatewayFile:
     """What the schema cannot say: names that refer to each other, variables set."""
 
     def fault(steps: list[str | int], message: str) -> ConfigError:
@@ -209,9 +226,20 @@ def _set_up(spec: ConfigFile, node: yaml.Node, where: str, env: Mapping[str, str
                     f"the environment variable {u.api_key_env} is not set",
                 )
         timeouts = Timeouts(connect=u.timeouts.connect, read=u.timeouts.read)
+        try:
+            transport = _transport(u, folder)
+        except TransportError as exc:
+            raise fault(["upstreams", n, exc.key], str(exc)) from None
         settings.append(
             UpstreamSettings(
-                u.name, u.url, key, u.dialect, u.reasoning_field, u.hosted_tools, timeouts
+                u.name,
+                u.url,
+                key,
+                u.dialect,
+                u.reasoning_field,
+                u.hosted_tools,
+                timeouts,
+                transport,
             )
         )
     for n, r in enumerate(spec.models):
@@ -226,6 +254,28 @@ def _set_up(spec: ConfigFile, node: yaml.Node, where: str, env: Mapping[str, str
             raise fault(["gateway", "keys_env", n], f"the environment variable {var} is not set")
         listed.append(value)
     routes = [ModelRoute(r.match, r.upstream, r.model) for r in spec.models]
-    clients = [(s, Upstream(s.url, api_key=s.api_key, timeouts=s.timeouts)) for s in settings]
+    clients = [
+        (s, Upstream(s.url, api_key=s.api_key, timeouts=s.timeouts, transport=s.transport))
+        for s in settings
+    ]
     keys = gateway_keys((), ",".join(listed) or None)
     return GatewayFile(Router(clients, routes, spec.default), keys)
+
+
+def _transport(u: UpstreamSpec, folder: Path) -> Transport:
+    """An upstream's proxy, TLS and cap, its files read now (paths relative to the
+    config file's folder); :class:`TransportError` names the key at fault."""
+
+    def path(value: str | None) -> str | None:
+        return None if value is None else str(folder / Path(value).expanduser())
+
+    transport = Transport(
+        proxy=u.proxy,
+        ca_file=path(u.ca_file),
+        client_cert=path(u.client_cert),
+        client_key=path(u.client_key),
+        verify=u.verify,
+        max_connections=u.max_connections,
+    )
+    transport.tls()
+    return transport

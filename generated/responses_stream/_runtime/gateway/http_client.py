@@ -1,43 +1,39 @@
-"""The gateway's HTTP/1.1 client for its upstream: kept connections, streamed bodies.
+"""The gateway's HTTP client for one upstream, on aiohttp's client.
 
-A request is one write (its head and body together); its answer is parsed by
-httptools (llhttp, in C) straight from the transport's callbacks, and the body comes
-out as the pieces the socket gave.  Measured against aiohttp's client on one short
-stream, request to end of body: about 80 µs of the client's CPU against 290.
+What the gateway asks of it, and what aiohttp is set up to give:
 
-- :class:`Client` keeps the idle connections to one origin (``http`` or ``https``) for
-  ``keepalive`` seconds, newest first; a connection that was kept and dies before its
-  answer's first byte is retried once on a new one (the server closed it as the
-  request went out: it was never read).
-- Timeouts: ``connect`` bounds opening a connection (:class:`ConnectTimeout`);
-  ``read`` bounds every wait for the server, its answer's head as each later piece
-  (``TimeoutError``): a slow trickle is not cut off.
-- Anything else that goes wrong on the way is a :class:`ClientError` saying what.
-- ``accept-encoding: identity`` is sent: the body is read as the server sends it.
+- kept connections to the upstream, each idle one for ``keepalive`` seconds, at most
+  :attr:`Transport.max_connections` at once (no cap by default);
+- the proxy, TLS trust and client certificate of its :class:`Transport` (the standard
+  proxy variables when it names no proxy);
+- answers compressed with gzip, deflate or brotli decoded; redirects followed; no
+  cookie kept (a cookie one client's answer set would go with the next's request);
+- timeouts on every wait: ``connect`` bounds getting a connection (a new one, or a
+  free one under the cap: :class:`ConnectTimeout`), ``read`` every wait for the
+  server, its answer's head as each later piece (``TimeoutError``), so a slow trickle
+  is not cut off;
+- a request sent on a kept connection that the server closed without a byte of
+  answer (it closed it as the request went out) sent again once, on a new connection:
+  aiohttp does this for the idempotent methods, :meth:`Client.request` for a POST;
+- anything else that goes wrong is a :class:`ClientError` saying what.
 """
 
 from __future__ import annotations
 
-import asyncio
-import functools
-import ssl
-import time
 from collections.abc import AsyncIterator, Mapping
-from typing import cast
+from types import SimpleNamespace
+from typing import Any
 from urllib.parse import urlsplit
 
-import httptools
+import aiohttp
+from multidict import CIMultiDictProxy
+from yarl import URL
 
 from ..core.errors import BadValue, ResponsesStreamError
+from .transport import Transport, redact
 
-# body bytes a response buffers before the socket is no longer read
-HIGH_WATER = 256 * 1024
-
-
-@functools.cache
-def _tls_context() -> ssl.SSLContext:
-    """The system's trusted authorities, loaded once."""
-    return ssl.create_default_context()
+# aiohttp sends a GET (and the other idempotent methods) again itself
+_RETRIED_BY_AIOHTTP = frozenset({"GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE"})
 
 
 class ClientError(ResponsesStreamError):
@@ -48,9 +44,22 @@ class ConnectTimeout(ResponsesStreamError, TimeoutError):
     """No connection to the server within the connect timeout."""
 
 
+async def _reused(session: Any, context: SimpleNamespace, params: Any) -> None:
+    context.trace_request_ctx.reused = True
+
+
+def _tracing() -> aiohttp.TraceConfig:
+    """Tells each request whether it went out on a kept connection."""
+    config = aiohttp.TraceConfig()
+    config.on_connection_reuseconn.append(_reused)
+    config.freeze()
+    return config
+
+
 class Client:
-    """Requests to the origin of ``base_url`` (its path prefixes every request's);
-    ``https`` verifies the server against ``tls`` (default: the system's authorities)."""
+    """Requests to the origin of ``base_url`` (its path prefixes every request's), made
+    as its ``transport`` says, through ``proxy`` when given.  Its connections belong to
+    the event loop it first sends on."""
 
     def __init__(
         self,
@@ -59,22 +68,44 @@ class Client:
         connect: float,
         read: float,
         keepalive: float = 4.0,
-        tls: ssl.SSLContext | None = None,
+        transport: Transport | None = None,
+        proxy: str | None = None,
     ) -> None:
         parts = urlsplit(base_url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise BadValue(f"not an http(s) URL: {base_url!r}")
-        self.host = parts.hostname
-        default = 443 if parts.scheme == "https" else 80
-        self.port = parts.port or default
-        self.prefix = parts.path.rstrip("/")
-        name = f"[{self.host}]" if ":" in self.host else self.host
-        self.authority = name if self.port == default else f"{name}:{self.port}"
-        self.tls = parts.scheme == "https"
-        self._tls_context = tls  # default: the system's trusted authorities
+        self.base_url = base_url.rstrip("/")
+        self.port = parts.port or (443 if parts.scheme == "https" else 80)
+        self.authority = parts.netloc.rpartition("@")[2]
+        self.transport = transport or Transport()
+        self.proxy = proxy
+        self._tls = self.transport.tls() if parts.scheme == "https" else None
         self.connect_timeout, self.read_timeout, self.keepalive = connect, read, keepalive
-        self._idle: list[_Connection] = []
+        self._session: aiohttp.ClientSession | None = None
         self.closed = False
+
+    def _open(self) -> aiohttp.ClientSession:
+        if self.closed:
+            raise ClientError("the client is closed")
+        connector = aiohttp.TCPConnector(
+            limit=self.transport.max_connections or 0,
+            limit_per_host=0,
+            keepalive_timeout=self.keepalive,
+            ssl=self._tls if self._tls is not None else True,
+        )
+        self._session = aiohttp.ClientSession(
+            connector=connector,
+            cookie_jar=aiohttp.DummyCookieJar(),
+            timeout=aiohttp.ClientTimeout(
+                total=None,
+                connect=self.connect_timeout,
+                sock_connect=self.connect_timeout,
+                sock_read=self.read_timeout,
+            ),
+            trust_env=False,  # the proxy was chosen by the caller (Transport.proxy_for)
+            trace_configs=[_tracing()],
+        )
+        return self._session
 
     async def request(
         self,
@@ -84,174 +115,103 @@ class Client:
         body: bytes = b"",
     ) -> Response:
         """Send the request; return once the answer's status and headers came."""
-        head = self._head(method, path, headers, len(body))
-        for attempt in (0, 1):
-            connection, reused = self._idle_connection(), True
-            if connection is None:
-                connection, reused = await self._connect(), False
-            response = connection.send(head + body if body else head, self.read_timeout)
-            try:
-                await response.started()
-            except _NeverAnswered as exc:
-                if reused and attempt == 0:
-                    continue
-                raise ClientError(str(exc)) from None
-            except BaseException:
-                response.close()
-                raise
-            return response
-        raise AssertionError("unreachable")
-
-    def _head(self, method: str, path: str, headers: Mapping[str, str], length: int) -> bytes:
         for text in (path, *headers, *headers.values()):
             if "\r" in text or "\n" in text:
                 raise ClientError("a request header holds a line break")
-        lines = [f"{method} {self.prefix}{path} HTTP/1.1", f"host: {self.authority}"]
-        lines += [f"{name}: {value}" for name, value in headers.items()]
-        lines += ["accept-encoding: identity", f"content-length: {length}", "", ""]
-        try:
-            return "\r\n".join(lines).encode("latin-1")
-        except UnicodeEncodeError:
-            raise ClientError("a request header holds a character HTTP cannot carry") from None
-
-    def _idle_connection(self) -> _Connection | None:
-        idle, now = self._idle, time.monotonic()
-        while idle:
-            connection = idle.pop()
-            if connection.usable and now - connection.idle_since < self.keepalive:
-                return connection
-            connection.abort()
-        return None
-
-    async def _connect(self) -> _Connection:
-        if self.closed:
-            raise ClientError("the client is closed")
-        loop = asyncio.get_running_loop()
-        try:
-            async with asyncio.timeout(self.connect_timeout):
-                _, connection = await loop.create_connection(
-                    lambda: _Connection(self),
-                    self.host,
-                    self.port,
-                    ssl=(self._tls_context or _tls_context()) if self.tls else None,
-                    server_hostname=self.host if self.tls else None,
+        session = self._session or self._open()
+        for attempt in (0, 1):
+            sent = SimpleNamespace(reused=False)
+            try:
+                raw = await session.request(
+                    method,
+                    URL(self.base_url + path),
+                    headers=headers,
+                    data=body or None,
+                    proxy=self.proxy,
+                    trace_request_ctx=sent,
                 )
-        except TimeoutError:
-            raise ConnectTimeout(
+            except aiohttp.ServerDisconnectedError:
+                if sent.reused and attempt == 0 and method not in _RETRIED_BY_AIOHTTP:
+                    continue
+                raise ClientError("the upstream closed the connection without answering") from None
+            except (TimeoutError, aiohttp.ClientError) as exc:
+                raise self._error(exc) from None
+            return Response(raw)
+        raise AssertionError("unreachable")
+
+    def _error(self, exc: BaseException) -> BaseException:
+        """What a failed request raises: a connect timeout, a read timeout, or a
+        :class:`ClientError` naming the part that failed."""
+        if isinstance(exc, aiohttp.ConnectionTimeoutError):
+            return ConnectTimeout(
                 f"no connection to {self.authority} within {self.connect_timeout:g}s"
-            ) from None
-        except OSError as exc:
-            raise ClientError(f"cannot connect to {self.authority}: {exc}") from None
-        return connection
+            )
+        if isinstance(exc, TimeoutError):
+            return exc
+        if isinstance(exc, aiohttp.ClientProxyConnectionError):
+            return ClientError(f"cannot connect to the proxy {redact(self.proxy or '')}: {exc}")
+        if isinstance(exc, aiohttp.ClientHttpProxyError):
+            return ClientError(f"the proxy refused the connection: {exc.status} {exc.message}")
+        if isinstance(exc, aiohttp.ClientConnectorError):
+            return ClientError(f"cannot connect to {self.authority}: {exc}")
+        if isinstance(exc, aiohttp.TooManyRedirects):
+            return ClientError(f"the upstream redirected too many times: {exc.message}")
+        if isinstance(exc, aiohttp.ClientResponseError):
+            return ClientError(f"the upstream sent a malformed HTTP answer: {exc.message}")
+        return ClientError(f"the exchange with {self.authority} failed: {_describe(exc)}")
 
-    def release(self, connection: _Connection) -> None:
-        """Keep ``connection`` for the next request, or close it when the client is."""
-        if self.closed:
-            connection.abort()
-            return
-        connection.idle_since = time.monotonic()
-        self._idle.append(connection)
-
-    def forget(self, connection: _Connection) -> None:
-        if connection in self._idle:
-            self._idle.remove(connection)
-
-    def close(self) -> None:
+    async def close(self) -> None:
+        """Close the connections; the client takes no more requests."""
         self.closed = True
-        idle, self._idle = self._idle, []
-        for connection in idle:
-            connection.abort()
+        session, self._session = self._session, None
+        if session is not None:
+            await session.close()
 
-
-class _NeverAnswered(ResponsesStreamError):
-    """The connection ended before a byte of the answer came."""
+    def abandon(self) -> None:
+        """Let go of the connections of an event loop no longer running (they cannot be
+        closed from another); the client takes no more requests."""
+        self.closed = True
+        session, self._session = self._session, None
+        if session is not None:
+            session.detach()
 
 
 class Response:
-    """One answer: ``status`` and ``headers`` (lower-case names; a repeated header's
-    values joined by ``, ``), then its body through :meth:`pieces`.  :meth:`close`
-    gives the connection back when the body was read to its end, else closes it."""
+    """One answer: ``status`` and ``headers`` (looked up in any case), then its body
+    through :meth:`pieces`.  :meth:`close` gives the connection back when the body was
+    read to its end, else closes it."""
 
-    def __init__(self, connection: _Connection, read_timeout: float) -> None:
-        self._connection: _Connection | None = connection
-        self._read_timeout = read_timeout
-        self.status = 0
-        self.headers: dict[str, str] = {}
-        self._head = False  # the status and headers came
-        self._answered = False  # a byte of the answer came
-        self._pieces: list[bytes] = []
-        self._buffered = 0
-        self._paused = False
-        self.complete = False  # the body came to its end
-        self._error: BaseException | None = None
-        self._waiter: asyncio.Future[None] | None = None
+    __slots__ = ("_raw", "headers", "status")
 
-    # -- from the connection -------------------------------------------------------
-    def _wake(self) -> None:
-        waiter = self._waiter
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
+    def __init__(self, raw: aiohttp.ClientResponse) -> None:
+        self._raw = raw
+        self.status = raw.status
+        self.headers: CIMultiDictProxy[str] = raw.headers
 
-    def _headers_done(self, status: int) -> None:
-        self.status, self._head = status, True
-        self._wake()
-
-    def _body(self, data: bytes) -> None:
-        self._pieces.append(data)
-        self._buffered += len(data)
-        connection = self._connection
-        if self._buffered > HIGH_WATER and not self._paused and connection is not None:
-            self._paused = True
-            connection.pause()
-        self._wake()
-
-    def _end(self) -> None:
-        self.complete = True
-        self._wake()
-
-    def _fail(self, error: BaseException) -> None:
-        if not self.complete and self._error is None:
-            self._error = error
-        self._wake()
-
-    # -- for the reader --------------------------------------------------------------
-    async def _wait(self) -> None:
-        loop = asyncio.get_running_loop()
-        waiter = self._waiter = loop.create_future()
-        timer = loop.call_later(self._read_timeout, _expire, waiter)
-        try:
-            await waiter
-        finally:
-            timer.cancel()
-            self._waiter = None
-
-    async def started(self) -> None:
-        """Wait for the status and headers."""
-        while not self._head:
-            if self._error is not None:
-                raise self._error
-            await self._wait()
-
-    def _take(self) -> list[bytes]:
-        pieces, self._pieces, self._buffered = self._pieces, [], 0
-        if self._paused and self._connection is not None:
-            self._paused = False
-            self._connection.resume()
-        return pieces
+    @property
+    def complete(self) -> bool:
+        """The body came to its end."""
+        return self._raw.content.is_eof()
 
     async def pieces(self) -> AsyncIterator[bytes]:
         """The body as it comes; ``TimeoutError`` after ``read`` seconds of silence,
         :class:`ClientError` when it breaks off."""
+        content = self._raw.content
         while True:
-            if self._pieces:
-                pieces = self._take()
-                yield pieces[0] if len(pieces) == 1 else b"".join(pieces)
-                continue
-            if self.complete:
+            try:
+                data = await content.readany()
+            except TimeoutError:
+                raise
+            except aiohttp.ClientPayloadError as exc:
+                rest = _buffered(content)
+                if rest:  # what came before the break is passed on first
+                    yield rest
+                raise ClientError(f"the upstream closed the connection mid-answer: {exc}") from None
+            except aiohttp.ClientError as exc:
+                raise ClientError(f"the answer broke off: {_describe(exc)}") from None
+            if not data:
                 return
-            if self._error is not None:
-                raise self._error
-            await self._wait()
+            yield data
 
     async def read(self, limit: int) -> bytes:
         """Up to ``limit`` bytes of the body."""
@@ -264,149 +224,32 @@ class Response:
 
     async def wait_end(self) -> None:
         """Wait for the end of the body, whatever is left unread."""
-        while not self.complete:
-            if self._error is not None:
-                raise self._error
-            self._take()
-            await self._wait()
+        async for _ in self.pieces():
+            pass
 
     def abort(self) -> None:
         """Cut the connection under a read in progress: the read fails."""
-        connection = self._connection
-        if connection is not None:
-            connection.abort()
+        self._raw.close()
 
     def close(self) -> None:
-        connection, self._connection = self._connection, None
-        if connection is None:
-            return
-        if self.complete and connection.reusable:
-            connection.done()
+        if self.complete:
+            self._raw.release()
         else:
-            connection.abort()
+            self._raw.close()
 
 
-def _expire(waiter: asyncio.Future[None]) -> None:
-    if not waiter.done():
-        waiter.set_exception(TimeoutError())
+def _buffered(content: aiohttp.StreamReader) -> bytes:
+    """What the body had brought, unread, when it broke off.  aiohttp's reader raises
+    the error before handing out what came first (aio-libs/aiohttp#3026) and offers no
+    public way to read it; its ``_read_nowait`` does (a test holds it to that)."""
+    read = getattr(content, "_read_nowait", None)
+    try:
+        data = read(-1) if read is not None else b""
+    except Exception:
+        return b""
+    return data if isinstance(data, bytes) else b""
 
 
-class _Connection(asyncio.Protocol):
-    """One connection: a response at a time, parsed as its bytes come (one parser for
-    the connection's answers: llhttp starts afresh after each message)."""
-
-    def __init__(self, client: Client) -> None:
-        self.client = client
-        self.transport: asyncio.Transport | None = None
-        self.response: Response | None = None
-        self.parser = httptools.HttpResponseParser(self)
-        self.lost = False
-        self.reusable = False
-        self.idle_since = 0.0
-        self._names: list[bytes] = []
-        self._values: list[bytes] = []
-        self._length = False  # the answer's length is known (a length or chunked)
-
-    @property
-    def usable(self) -> bool:
-        return not self.lost and self.transport is not None and not self.transport.is_closing()
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = cast(asyncio.Transport, transport)
-
-    def send(self, data: bytes, read_timeout: float) -> Response:
-        assert self.transport is not None
-        self.response = Response(self, read_timeout)
-        self.reusable, self._length = False, False
-        self._names, self._values = [], []
-        self.transport.write(data)
-        return self.response
-
-    def data_received(self, data: bytes) -> None:
-        response = self.response
-        if response is None:  # bytes nobody asked for: the connection is spoiled
-            self.abort()
-            return
-        response._answered = True
-        try:
-            self.parser.feed_data(data)
-        except httptools.HttpParserUpgrade:
-            response._fail(ClientError("the upstream switched protocols"))
-            self.abort()
-        except httptools.HttpParserError as exc:
-            response._fail(ClientError(f"the upstream sent a malformed HTTP answer: {exc}"))
-            self.abort()
-
-    def eof_received(self) -> bool:
-        self._ended()
-        return False
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self.lost = True
-        self.client.forget(self)
-        self._ended(exc)
-
-    def _ended(self, exc: BaseException | None = None) -> None:
-        response = self.response
-        if response is None or response.complete:
-            return
-        if not response._answered:
-            response._fail(_NeverAnswered("the upstream closed the connection without answering"))
-        elif response._head and not self._length:  # a body that ends with the connection
-            self.reusable = False
-            response._end()
-        else:
-            detail = f": {exc}" if exc else ""
-            response._fail(ClientError(f"the upstream closed the connection mid-answer{detail}"))
-
-    def pause(self) -> None:
-        if self.transport is not None and not self.lost:
-            self.transport.pause_reading()
-
-    def resume(self) -> None:
-        if self.transport is not None and not self.lost:
-            self.transport.resume_reading()
-
-    def done(self) -> None:
-        """The answer was read to its end: the connection is free."""
-        self.response = None
-        if self.usable:
-            self.client.release(self)
-        else:
-            self.abort()
-
-    def abort(self) -> None:
-        self.lost = True
-        if self.transport is not None:
-            self.transport.abort()
-
-    # -- httptools callbacks ---------------------------------------------------------
-    def on_header(self, name: bytes, value: bytes) -> None:
-        self._names.append(name)
-        self._values.append(value)
-
-    def on_headers_complete(self) -> None:
-        response = self.response
-        assert response is not None
-        headers: dict[str, str] = {}
-        for raw, value in zip(self._names, self._values, strict=True):
-            name = raw.decode("latin-1").lower()
-            text = value.decode("latin-1")
-            headers[name] = f"{headers[name]}, {text}" if name in headers else text
-            if name == "content-length" or (name == "transfer-encoding" and "chunked" in text):
-                self._length = True
-        status = self.parser.get_status_code()
-        if status in (204, 304) or 100 <= status < 200:
-            self._length = True
-        response.headers = headers
-        response._headers_done(status)
-
-    def on_body(self, body: bytes) -> None:
-        if self.response is not None:
-            self.response._body(body)
-
-    def on_message_complete(self) -> None:
-        response = self.response
-        if response is not None:
-            self.reusable = self.parser.should_keep_alive()
-            response._end()
+def _describe(exc: BaseException) -> str:
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

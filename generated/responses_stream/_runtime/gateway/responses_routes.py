@@ -11,7 +11,7 @@ from starlette.responses import JSONResponse, Response
 
 from .chat_completion import TIMEOUT_CODES
 from .errors import GatewayError, bad_request
-from .http import EventStreamResponse, dropped_tools_headers, error_response, read_json
+from .http import dropped_tools_headers, error_response, event_stream, read_json
 from .request_check import check_request
 from .state import Gateway
 from .turn import Turn, keep, plan_turn
@@ -34,7 +34,7 @@ async def create(gw: Gateway, request: Request, dialect: str) -> Response:
     headers = dropped_tools_headers(turn.dropped)
     if streaming:
         frames = turn.frames(gw.store)
-        return EventStreamResponse(frames, turn.aclose, headers, gw.config.heartbeat)
+        return event_stream(frames, turn.aclose, headers, gw.config.heartbeat)
     error: dict[str, Any] | None = None
     async for frame in turn.frames():
         error = error or error_event(frame)

@@ -18,6 +18,7 @@ from typing import Any
 from ..core.errors import BadValue
 from .errors import GatewayError
 from .request_ids import note_route
+from .transport import Transport
 from .upstream import Timeouts, Upstream
 
 log = logging.getLogger("responses_stream.gateway")
@@ -38,6 +39,7 @@ class UpstreamSettings:
     reasoning_field: str = "reasoning_content"
     hosted_tools: str = "drop"
     timeouts: Timeouts = field(default_factory=Timeouts)
+    transport: Transport = field(default_factory=Transport)
 
     def __repr__(self) -> str:  # the key stays out of logs and tracebacks
         return f"UpstreamSettings({self.name!r}, {self.url!r}, dialect={self.dialect!r})"
@@ -91,6 +93,11 @@ class Router:
     def single(cls, settings: UpstreamSettings, client: Upstream) -> Router:
         """One upstream, the default for every model (``serve --upstream``)."""
         return cls([(settings, client)], default=settings.name)
+
+    def warnings(self) -> list[str]:
+        """What the operator must be told about the upstreams' settings (``/health``
+        says it too)."""
+        return [w for s in self.settings.values() for w in s.transport.warnings(s.name)]
 
     @property
     def is_single(self) -> bool:

@@ -25,6 +25,7 @@ from .asgi import DEFAULT_MAX_BODY, DEFAULT_STORE, create_app
 from .logs import log_config
 from .metrics import MULTIPROCESS_ENV
 from .state import Gateway
+from .transport import redact
 
 log = logging.getLogger("responses_stream.gateway")
 OPTIONS_ENV = "RESPONSES_STREAM_SERVE_OPTIONS"
@@ -152,7 +153,11 @@ def _describe(gw: Gateway, options: ServeOptions) -> None:
             key = "no key (none is configured; clients use gateway keys)"
         else:
             key = "the client's Authorization"
-        log.info("upstream %s: %s (sending %s)", settings.name, settings.url, key)
+        client = gw.router.clients[settings.name]
+        via = f", through the proxy {redact(client.proxy)}" if client.proxy else ""
+        log.info("upstream %s: %s (sending %s%s)", settings.name, settings.url, key, via)
+    for warning in gw.router.warnings():
+        log.warning("%s", warning)
     log.info(
         "gateway on http://%s:%d (store %s, %d worker%s): /v1 (openai), /openresponses/v1"
         " (openresponses)",

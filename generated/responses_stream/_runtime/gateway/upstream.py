@@ -33,6 +33,7 @@ from .errors import GatewayError
 from .http_client import Client, ClientError, ConnectTimeout, Response
 from .request_ids import HEADER as REQUEST_ID_HEADER
 from .request_ids import current_request_id
+from .transport import Transport
 
 # Upstream response headers an error answer passes on to the client.
 PASSED_HEADERS = ("retry-after", "retry-after-ms", "x-should-retry")
@@ -92,25 +93,39 @@ class Upstream:
     ``api_key`` is sent as a bearer token; without one, the client's own
     ``Authorization`` header is forwarded.  The key is never logged or echoed.
 
-    Its HTTP client (:mod:`.http_client`) is made anew when the event loop using it
-    changes or once it was closed: its connections belong to one loop.
+    Its HTTP client (:mod:`.http_client`, reaching it as ``transport`` says, through
+    the proxy chosen once here) is made anew when the event loop using it changes or
+    once it was closed: its connections belong to one loop.
     """
 
     def __init__(
-        self, base_url: str, *, api_key: str | None = None, timeouts: Timeouts | None = None
+        self,
+        base_url: str,
+        *,
+        api_key: str | None = None,
+        timeouts: Timeouts | None = None,
+        transport: Transport | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self._api_key = api_key
         # told each failure's kind (the error code, http_<status>, stream_error)
         self.observer: Callable[[str], None] | None = None
         self.timeouts = timeouts or Timeouts()
-        self._client = self._new_client()  # a base URL it cannot use fails here
+        self.transport = transport or Transport()
+        # chosen once: the environment's proxy variables are read at start-up
+        self.proxy = self.transport.proxy_for(self.base_url)
+        self._client = self._new_client()  # a base URL or TLS file it cannot use fails here
         self._loop: asyncio.AbstractEventLoop | None = None
 
     def _new_client(self) -> Client:
         timeouts = self.timeouts
         return Client(
-            self.base_url, connect=timeouts.connect, read=timeouts.read, keepalive=KEEPALIVE
+            self.base_url,
+            connect=timeouts.connect,
+            read=timeouts.read,
+            keepalive=KEEPALIVE,
+            transport=self.transport,
+            proxy=self.proxy,
         )
 
     @property
@@ -118,7 +133,9 @@ class Upstream:
         """The HTTP client of the running event loop (it keeps no cookie: one client's
         would go with the next)."""
         loop = asyncio.get_running_loop()
-        if self._client.closed or (self._loop is not None and self._loop is not loop):
+        if self._loop is not None and self._loop is not loop and not self._client.closed:
+            self._client.abandon()
+        if self._client.closed:
             self._client = self._new_client()
         self._loop = loop
         return self._client
@@ -214,7 +231,7 @@ class Upstream:
         )
 
     async def aclose(self) -> None:
-        self._client.close()
+        await self._client.close()
 
 
 class UpstreamStream:
