@@ -350,25 +350,61 @@ def test_a_gzipped_json_answer_is_decoded(tmp_path: Path) -> None:
 
 
 # -- the connection cap -----------------------------------------------------------
-def test_max_connections_caps_the_connections_at_once(tmp_path: Path) -> None:
-    """Three streams at once under ``max_connections: 1``: the upstream sees one at a
-    time, all on one connection, and each stream is whole."""
-    upstream = ModelUpstream()
-    with upstream.serve() as url, gateway(tmp_path, url, max_connections=1) as gw:
+class Counting:
+    """A chat upstream that streams the recording slowly and counts the requests open
+    at once and the connections (client ports) they came on."""
 
-        async def main() -> list[str]:
-            client = openai.AsyncOpenAI(
-                base_url=gw + "/v1", api_key="k", max_retries=0, _strict_response_validation=True
-            )
+    def __init__(self) -> None:
+        self.open = self.most = 0
+        self.ports: set[int] = set()
+        frames = [f + b"\n\n" for f in RECORDING.read_bytes().split(b"\n\n") if f.strip()]
 
-            async def one() -> str:
-                answer = await client.responses.create(model="fake-slow", input="hi")
-                return answer.output_text
+        async def chat(request: Request) -> Response:
+            await request.body()
+            assert request.client is not None
+            self.ports.add(request.client.port)
+            self.open += 1
+            self.most = max(self.most, self.open)
 
-            return await asyncio.gather(one(), one(), one())
+            async def pieces() -> AsyncIterator[bytes]:
+                try:
+                    for frame in frames:
+                        yield frame
+                        await asyncio.sleep(0.02)
+                finally:
+                    self.open -= 1
 
-        assert asyncio.run(main()) == [ANSWER] * 3
-    assert len(upstream.requests) == 3
+            return StreamingResponse(pieces(), media_type="text/event-stream")
+
+        self.app = Starlette(routes=[Route("/v1/chat/completions", chat, methods=["POST"])])
+
+
+def _three_at_once(gw: str) -> list[str]:
+    async def main() -> list[str]:
+        client = openai.AsyncOpenAI(
+            base_url=gw + "/v1", api_key="k", max_retries=0, _strict_response_validation=True
+        )
+
+        async def one() -> str:
+            answer = await client.responses.create(model="m", input="hi")
+            return answer.output_text
+
+        return await asyncio.gather(one(), one(), one())
+
+    return asyncio.run(main())
+
+
+@pytest.mark.parametrize("cap", [1, 2, None])
+def test_max_connections_caps_the_connections_at_once(tmp_path: Path, cap: int | None) -> None:
+    """Three streams at once: under ``max_connections`` the upstream sees at most that
+    many at a time, on that many connections, and each stream is whole; without it, all
+    three at once."""
+    upstream = Counting()
+    settings = {} if cap is None else {"max_connections": cap}
+    with serve(upstream.app) as url, gateway(tmp_path, url, **settings) as gw:
+        assert _three_at_once(gw) == [_recorded_text()] * 3
+    assert upstream.most == (cap or 3)
+    assert len(upstream.ports) == (cap or 3)
 
 
 # -- the config file's faults -------------------------------------------------------
