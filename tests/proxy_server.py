@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from gateway_support import free_port, stop
 
 REQUIRE_ENV = "RESPONSES_STREAM_REQUIRE_TINYPROXY"
 START_TIMEOUT = 15.0
@@ -79,9 +80,7 @@ def tinyproxy() -> Iterator[Tinyproxy]:
         pytest.skip(reason)
     with tempfile.TemporaryDirectory(prefix="responses-stream-proxy-") as tmp:
         directory = Path(tmp)
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            port = sock.getsockname()[1]
+        port = free_port()
         config = directory / "tinyproxy.conf"
         config.write_text(CONFIG.format(port=port, directory=directory), encoding="utf-8")
         process = subprocess.Popen(
@@ -97,9 +96,4 @@ def tinyproxy() -> Iterator[Tinyproxy]:
                 time.sleep(0.05)
             yield Tinyproxy(port, directory / "tinyproxy.log")
         finally:
-            process.terminate()
-            try:
-                process.wait(10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(10)
+            stop(process)

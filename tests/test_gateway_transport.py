@@ -143,18 +143,25 @@ def test_an_http_upstream_through_the_configured_proxy(
         assert all("tinyproxy" in r.headers.get("via", "") for r in upstream.requests)
 
 
+@pytest.mark.parametrize("named_by", ["proxy", "HTTPS_PROXY"])
 def test_an_https_upstream_through_the_proxy_by_connect(
-    tmp_path: Path, tinyproxy: Tinyproxy, certs: Certificates
+    tmp_path: Path, tinyproxy: Tinyproxy, certs: Certificates, named_by: str
 ) -> None:
+    """The proxy named by the config file, or by ``HTTPS_PROXY`` for an https upstream
+    (``HTTP_PROXY`` names a port where nothing listens: it is not the one used)."""
+    if named_by == "proxy":
+        env, settings = {}, {"proxy": tinyproxy.url}
+    else:
+        env, settings = {"HTTP_PROXY": "http://127.0.0.1:9", "HTTPS_PROXY": tinyproxy.url}, {}
     upstream = ModelUpstream()
     with https(upstream.app, certs) as url:
         authority = url.removeprefix("https://")
-        with gateway(tmp_path, url, proxy=tinyproxy.url, ca_file=str(certs.ca)) as gw:
-            before = tinyproxy.requests(f"CONNECT {authority}")
-            assert ask(gw, stream=True) == ANSWER
-            assert tinyproxy.requests(f"CONNECT {authority}") == before + 1
-        # a tunnel hides the request from the proxy: no Via header reaches the upstream
-        assert [r.headers.get("via") for r in upstream.requests] == [None]
+        before = tinyproxy.requests(f"CONNECT {authority}")
+        with gateway(tmp_path, url, env, ca_file=str(certs.ca), **settings) as gw:
+            assert ask(gw, stream=named_by == "proxy") == ANSWER
+        assert tinyproxy.requests(f"CONNECT {authority}") == before + 1
+    # a tunnel hides the request from the proxy: no Via header reaches the upstream
+    assert [r.headers.get("via") for r in upstream.requests] == [None]
 
 
 @pytest.mark.parametrize("name", ["HTTP_PROXY", "http_proxy"])
@@ -168,20 +175,6 @@ def test_the_proxy_variables_are_honoured_without_a_config_file(
         with serve(app) as gw:
             assert ask(gw) == ANSWER
     assert "tinyproxy" in upstream.last.headers.get("via", "")
-
-
-def test_https_proxy_is_the_variable_of_an_https_upstream(
-    tmp_path: Path, tinyproxy: Tinyproxy, certs: Certificates
-) -> None:
-    upstream = ModelUpstream()
-    with https(upstream.app, certs) as url:
-        authority = url.removeprefix("https://")
-        before = tinyproxy.requests(f"CONNECT {authority}")
-        # HTTP_PROXY names a port where nothing listens: it is not the one used
-        env = {"HTTP_PROXY": "http://127.0.0.1:9", "HTTPS_PROXY": tinyproxy.url}
-        with gateway(tmp_path, url, env, ca_file=str(certs.ca)) as gw:
-            assert ask(gw) == ANSWER
-        assert tinyproxy.requests(f"CONNECT {authority}") == before + 1
 
 
 def test_no_proxy_bypasses_the_proxy_variables() -> None:

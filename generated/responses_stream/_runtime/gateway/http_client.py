@@ -158,7 +158,7 @@ class Client:
             return ClientError(f"the upstream redirected too many times: {exc.message}")
         if isinstance(exc, aiohttp.ClientResponseError):
             return ClientError(f"the upstream sent a malformed HTTP answer: {exc.message}")
-        return ClientError(f"the exchange with {self.authority} failed: {_describe(exc)}")
+        return ClientError(f"the exchange with {self.authority} failed: {describe(exc)}")
 
     async def close(self) -> None:
         """Close the connections; the client takes no more requests."""
@@ -208,7 +208,7 @@ class Response:
                     yield rest
                 raise ClientError(f"the upstream closed the connection mid-answer: {exc}") from None
             except aiohttp.ClientError as exc:
-                raise ClientError(f"the answer broke off: {_describe(exc)}") from None
+                raise ClientError(f"the answer broke off: {describe(exc)}") from None
             if not data:
                 return
             yield data
@@ -250,6 +250,7 @@ def _buffered(content: aiohttp.StreamReader) -> bytes:
     return data if isinstance(data, bytes) else b""
 
 
-def _describe(exc: BaseException) -> str:
+def describe(exc: BaseException) -> str:
+    """An exception as ``Type: text`` (no traceback)."""
     text = str(exc)
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

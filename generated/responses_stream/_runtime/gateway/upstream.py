@@ -30,7 +30,7 @@ from typing import Any
 from ..core.errors import BadValue, NotReady, ResponsesStreamError
 from ..core.sse_parse import SSEMessage, aparse_sse
 from .errors import GatewayError
-from .http_client import Client, ClientError, ConnectTimeout, Response
+from .http_client import Client, ClientError, ConnectTimeout, Response, describe
 from .request_ids import HEADER as REQUEST_ID_HEADER
 from .request_ids import current_request_id
 from .transport import Transport
@@ -576,9 +576,3 @@ def _scalar(value: Any) -> bool:
     if isinstance(value, float):
         return math.isfinite(value)
     return value is None or isinstance(value, str | int | bool)
-
-
-def describe(exc: BaseException) -> str:
-    """An exception as ``Type: text`` (no traceback)."""
-    text = str(exc)
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
