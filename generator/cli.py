@@ -14,7 +14,7 @@ from pathlib import Path
 
 from .compile import build_catalog
 from .errors import SpecErrors
-from .loader import load_dir
+from .loader import load_dir, shown_paths
 from .render import render_all
 from .resources import base_spec, hand_written, is_installed_spec, version
 from .spec_model import spec_json_schema
@@ -166,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_generate(spec, args.out, args.overlay)
         return cmd_check(spec, args.out, args.overlay)
     except SpecErrors as exc:
-        for err in exc.errors:
+        for err in exc.shown(shown_paths(spec, args.overlay)):
             print(err, file=sys.stderr)
         print(f"{len(exc.errors)} spec error(s); nothing was written", file=sys.stderr)
         return 1

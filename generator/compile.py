@@ -10,7 +10,7 @@ checks what spans them (the envelope, the item factories, the dialects).
 from __future__ import annotations
 
 from .catalog import Catalog, DialectC, ResponseFieldC
-from .errors import SpecError, SpecErrors
+from .errors import SpecError, SpecErrors, did_you_mean
 from .item_rules import ItemRules
 from .loader import Source
 from .reserved import ENVELOPE_INIT_NAMES, EVENT_NAME, PACKAGE_NAMES, RESERVED_ENVELOPE
@@ -151,16 +151,28 @@ class _Builder(ItemRules, RouteRules):
             std_events = set(self.events) if d.standard_events == "all" else set(d.standard_events)
             for i, ev in enumerate([] if d.standard_events == "all" else d.standard_events):
                 if ev not in self.events:
-                    self.err(src, ("standard_events", i), f"unknown event {ev!r}")
+                    self.err(
+                        src,
+                        ("standard_events", i),
+                        f"unknown event {ev!r}{did_you_mean(ev, self.events)}",
+                    )
             std_items = set(self.items) if d.standard_items == "all" else set(d.standard_items)
             for i, it in enumerate([] if d.standard_items == "all" else d.standard_items):
                 if it not in self.items:
-                    self.err(src, ("standard_items", i), f"unknown item type {it!r}")
+                    self.err(
+                        src,
+                        ("standard_items", i),
+                        f"unknown item type {it!r}{did_you_mean(it, self.items)}",
+                    )
+            if not d.extension_prefix:
+                self._unknown_to_clients(d.name, std_items)
             renames: dict[str, str] = {}
             overrides = {}
             for ev, spec in d.events.items():
                 if ev not in self.events:
-                    self.err(src, ("events", ev), f"unknown event {ev!r}")
+                    self.err(
+                        src, ("events", ev), f"unknown event {ev!r}{did_you_mean(ev, self.events)}"
+                    )
                     continue
                 if spec.type is not None:
                     if not EVENT_NAME.match(spec.type):
@@ -185,6 +197,21 @@ class _Builder(ItemRules, RouteRules):
         if "openai" not in dialects:
             self.errors.append(SpecError("spec", 1, "-", "the 'openai' dialect is required"))
         return dialects
+
+    def _unknown_to_clients(self, dialect: str, known: set[str]) -> None:
+        """An item type a dialect without an extension prefix does not list among its
+        standard items reaches its clients under its bare name, which their closed item
+        unions refuse; a vendor prefix marks it as an extension they can skip."""
+        for name in sorted(set(self.items) - known):
+            if ":" not in name:
+                self.err(
+                    self.item_src[name],
+                    ("type",),
+                    f"item type {name!r} is not one the {dialect} dialect's clients know "
+                    f"(its standard_items), so their strict validation refuses it: give it "
+                    f"a vendor prefix, as in 'acme:{name}', or, if the {dialect} SDK has "
+                    f"added the type, list it in the dialect's standard_items",
+                )
 
     def _requests(self, by_kind: dict[str, list[Source]]) -> list[Source]:
         """The request_document files, then the request_fields files (one a route),

@@ -8,6 +8,7 @@ import re
 from . import names
 from . import spec_model as sm
 from .catalog import EventC, FieldC, ItemC, MachineC, PartC
+from .errors import did_you_mean
 from .loader import Source
 from .machine_rules import MachineRules
 from .reserved import (
@@ -157,7 +158,11 @@ class ItemRules(MachineRules):
             self.ident(src, ("slots", sname), sname, "slot")
             for i, p in enumerate(slot.parts):
                 if p not in self.parts:
-                    self.err(src, ("slots", sname, "parts", i), f"unknown part {p!r}")
+                    self.err(
+                        src,
+                        ("slots", sname, "parts", i),
+                        f"unknown part {p!r}{did_you_mean(p, self.parts)}",
+                    )
             slots[sname] = list(slot.parts)
         fields = self.item_fields(src, (), spec.fields, spec.context, slots)
         machine = self.machine(src, (), spec.type, spec, "item", "", fields)
@@ -226,7 +231,11 @@ class ItemRules(MachineRules):
             elif fname in RESERVED_MEMBERS:
                 self.err(src, fpath, f"field {fname!r} clashes with a member of the emitter")
             if f.acc is not None and f.acc not in context:
-                self.err(src, fpath + ("acc",), f"unknown accumulator {f.acc!r}")
+                self.err(
+                    src,
+                    fpath + ("acc",),
+                    f"unknown accumulator {f.acc!r}{did_you_mean(f.acc, context)}",
+                )
             if f.slot is not None and f.slot not in slots:
                 self.err(src, fpath + ("slot",), f"unknown slot {f.slot!r}")
             out.append(FieldC(fname, self.typ(src, fpath + ("type",), f.type), f))

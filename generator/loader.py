@@ -5,13 +5,15 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
-from .errors import SpecError
+from . import spec_model
+from .errors import SpecError, did_you_mean
 from .spec_model import SPEC_FILE
 
 Path_ = tuple[str | int, ...]
@@ -185,10 +187,21 @@ def _clean_loc(loc: Path_, data: Any) -> Path_:
     return tuple(out) if out or not loc else tuple(p for p in loc[-1:] if isinstance(p, str))
 
 
+@cache
+def _spec_keys() -> frozenset[str]:
+    """Every key some spec file may hold, for a near miss's suggestion."""
+    keys: set[str] = set()
+    for obj in vars(spec_model).values():
+        if isinstance(obj, type) and issubclass(obj, BaseModel):
+            keys.update(f.alias or name for name, f in obj.model_fields.items())
+    return frozenset(keys)
+
+
 def _message(err: Any) -> str:
     kind = err["type"]
     if kind == "extra_forbidden":
-        return f"unknown field {err['loc'][-1]!r}"
+        key = str(err["loc"][-1])
+        return f"unknown field {key!r}{did_you_mean(key, _spec_keys())}"
     if kind == "missing":
         return f"missing field {err['loc'][-1]!r}"
     if kind == "union_tag_invalid":
@@ -217,6 +230,32 @@ def spec_files(spec_dir: Path, overlays: Sequence[Path] = ()) -> list[tuple[Path
             rel = path.relative_to(root).as_posix()
             chosen[rel] = (path, f"{root.name}/{rel}")
     return [chosen[rel] for rel in sorted(chosen)]
+
+
+def _as_typed(root: Path) -> Path:
+    """A spec folder as its user named it: as typed when relative; an absolute one
+    inside the working directory (the catalogue shipped beside it) relative to it."""
+    if root.is_absolute():
+        try:
+            return root.relative_to(Path.cwd())
+        except ValueError:
+            return root
+    return root
+
+
+def shown_paths(spec_dir: Path, overlays: Sequence[Path] = ()) -> dict[str, str]:
+    """Each spec file's display name mapped to its path as the user typed its folder,
+    for error messages (display names stay folder-relative, so output never depends on
+    where the folders are)."""
+    shown: dict[str, str] = {}
+    for root in (spec_dir, *overlays):
+        base = _as_typed(root)
+        shown[root.name] = str(base)
+        if root.is_dir():
+            for path in root.rglob("*.yaml"):
+                rel = path.relative_to(root).as_posix()
+                shown[f"{root.name}/{rel}"] = str(base / rel)
+    return shown
 
 
 def load_dir(spec_dir: Path, overlays: Sequence[Path] = ()) -> tuple[list[Source], list[SpecError]]:

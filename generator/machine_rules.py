@@ -7,6 +7,7 @@ from collections import deque
 
 from . import spec_model as sm
 from .catalog import ActionC, Binding, DialectC, EmitC, EventC, FieldC, MachineC, Param, TransitionC
+from .errors import did_you_mean
 from .loader import Source
 from .reserved import FIXED_REFS, RESERVED_MEMBERS
 from .spec_rules import Rules
@@ -28,7 +29,11 @@ class MachineRules(Rules):
         """A machine checked and resolved: every state reachable, every transition taken."""
         states = spec.states
         if spec.initial not in states:
-            self.err(src, path + ("initial",), f"unknown initial state {spec.initial!r}")
+            self.err(
+                src,
+                path + ("initial",),
+                f"unknown initial state {spec.initial!r}{did_you_mean(spec.initial, states)}",
+            )
         transitions: dict[str, TransitionC] = {}
         for tname, tr in spec.transitions.items():
             tpath = path + ("transitions", tname)
@@ -36,6 +41,22 @@ class MachineRules(Rules):
             if tname in RESERVED_MEMBERS or tname.startswith("_"):
                 self.err(src, tpath, f"transition {tname!r} clashes with a member of the emitter")
             transitions[tname] = self.transition(src, tpath, tname, tr, spec, scope, index, fields)
+        self._wire(src, path, states, transitions)
+        self._reachable(src, path, spec)
+        finals = [s for s, st in states.items() if st.type == "final"]
+        if not finals:
+            self.err(src, path + ("states",), "no final state")
+        return MachineC(name, spec.initial, dict(states), transitions, dict(spec.context), finals)
+
+    def _wire(
+        self,
+        src: Source,
+        path: tuple[str | int, ...],
+        states: dict[str, sm.State],
+        transitions: dict[str, TransitionC],
+    ) -> None:
+        """Each state's transitions: named, to a known target, one target each; every
+        transition taken from some state, its emits' ``when`` among those states."""
         used: set[str] = set()
         for sname, state in states.items():
             spath = path + ("states", sname)
@@ -46,10 +67,19 @@ class MachineRules(Rules):
                 self.err(src, spath, "a state that is not final needs a transition out")
             for tname, target in state.on.items():
                 if tname not in transitions:
-                    self.err(src, spath + ("on", tname), f"unknown transition {tname!r}")
+                    self.err(
+                        src,
+                        spath + ("on", tname),
+                        f"unknown transition {tname!r}{did_you_mean(tname, transitions)}",
+                    )
                     continue
+                used.add(tname)  # named here: a bad target is this line's fault alone
                 if target not in states:
-                    self.err(src, spath + ("on", tname), f"unknown target state {target!r}")
+                    self.err(
+                        src,
+                        spath + ("on", tname),
+                        f"unknown target state {target!r}{did_you_mean(target, states)}",
+                    )
                     continue
                 tr_c = transitions[tname]
                 if tr_c.target and tr_c.target != target:
@@ -60,7 +90,6 @@ class MachineRules(Rules):
                     )
                 tr_c.target = target
                 tr_c.sources.append(sname)
-                used.add(tname)
         for tname in transitions:
             if tname not in used:
                 self.err(
@@ -76,6 +105,10 @@ class MachineRules(Rules):
                             path + ("transitions", tname, "emit", i, "when"),
                             f"transition {tname!r} is not taken from state {when!r}",
                         )
+
+    def _reachable(self, src: Source, path: tuple[str | int, ...], spec: sm.Machine) -> None:
+        """Every state can be reached from the initial one."""
+        states = spec.states
         if spec.initial in states:
             seen = {spec.initial}
             queue = deque([spec.initial])
@@ -91,10 +124,6 @@ class MachineRules(Rules):
                         path + ("states", sname),
                         f"state {sname!r} cannot be reached from {spec.initial!r}",
                     )
-        finals = [s for s, st in states.items() if st.type == "final"]
-        if not finals:
-            self.err(src, path + ("states",), "no final state")
-        return MachineC(name, spec.initial, dict(states), transitions, dict(spec.context), finals)
 
     def transition(
         self,
@@ -136,26 +165,51 @@ class MachineRules(Rules):
             if act.append is not None:
                 if act.append.acc not in spec.context:
                     self.err(
-                        src, apath + ("append", "acc"), f"unknown accumulator {act.append.acc!r}"
+                        src,
+                        apath + ("append", "acc"),
+                        f"unknown accumulator {act.append.acc!r}"
+                        + did_you_mean(act.append.acc, spec.context),
                     )
                 self.ref(src, apath + ("append", "from"), act.append.source, pnames, spec, scope)
                 actions.append(ActionC("append", act.append.acc, act.append.source))
             elif act.set is not None:
                 if scope != "envelope" and act.set.field not in field_names:
-                    self.err(src, apath + ("set", "field"), f"unknown field {act.set.field!r}")
+                    self.err(
+                        src,
+                        apath + ("set", "field"),
+                        f"unknown field {act.set.field!r}{did_you_mean(act.set.field, field_names)}",
+                    )
                 self.ref(src, apath + ("set", "from"), act.set.source, pnames, spec, scope)
                 actions.append(ActionC("set", act.set.field, act.set.source))
             elif act.status is not None:
                 if act.status.startswith("params."):
                     self.ref(src, apath + ("status",), act.status, pnames, spec, scope)
                 actions.append(ActionC("status", value=act.status))
+        emits = self._emits(src, path, tr, pnames, spec, scope, index)
+        return TransitionC(name, tr.doc, params, actions, emits)
+
+    def _emits(
+        self,
+        src: Source,
+        path: tuple[str | int, ...],
+        tr: sm.Transition,
+        pnames: set[str],
+        spec: sm.Machine,
+        scope: str,
+        index: str,
+    ) -> list[EmitC]:
+        """The events a transition emits, each field bound to a source the machine has."""
         emits = []
         for i, edecl in enumerate(tr.emit):
             epath = path + ("emit", i)
             emit = edecl if isinstance(edecl, sm.Emit) else sm.Emit(event=edecl)
             event = self.events.get(emit.event)
             if event is None:
-                self.err(src, epath, f"unknown event {emit.event!r}")
+                self.err(
+                    src,
+                    epath,
+                    f"unknown event {emit.event!r}{did_you_mean(emit.event, self.events)}",
+                )
                 continue
             self.check_address(src, epath, event, scope, index)
             bindings = []
@@ -163,8 +217,22 @@ class MachineRules(Rules):
                 source: str | dict[str, str] | None = emit.with_.get(fname, fsource)
                 if source is None:
                     source = f"params.{fname}"
+                at = (src, epath)
+                if fname not in emit.with_ and fsource is not None:
+                    # the event's own ``from``: a bad name there is that line's fault
+                    esrc, where = self.event_src[emit.event]
+                    at = (esrc, (*where, "fields", fname, "from"))
+                by = f"{src.name}:{src.line(epath)}" if at[0] is not src else ""
                 self.ref(
-                    src, epath, source, pnames, spec, scope, event=emit.event, field_name=fname
+                    at[0],
+                    at[1],
+                    source,
+                    pnames,
+                    spec,
+                    scope,
+                    event=emit.event,
+                    field_name=fname,
+                    by=by,
                 )
                 bindings.append(Binding(fname, ftype, source))
             for k in emit.with_:
@@ -173,7 +241,7 @@ class MachineRules(Rules):
             if emit.when is not None and scope != "item":
                 self.err(src, epath + ("when",), "'when' is only for item transitions")
             emits.append(EmitC(emit.event, bindings, emit.when))
-        return TransitionC(name, tr.doc, params, actions, emits)
+        return emits
 
     def check_address(
         self, src: Source, path: tuple[str | int, ...], event: EventC, scope: str, index: str
@@ -204,13 +272,19 @@ class MachineRules(Rules):
         scope: str,
         event: str = "",
         field_name: str = "",
+        by: str = "",
     ) -> None:
-        """A value source names a parameter, accumulator or fixed value the machine has."""
+        """A value source names a parameter, accumulator or fixed value the machine has;
+        ``by`` is where the machine emitting the event is, when the source is the event's."""
         if isinstance(source, dict):
             for k, v in source.items():
-                self.ref(src, path, v, pnames, spec, scope, event, k)
+                self.ref(src, path, v, pnames, spec, scope, event, k, by)
             return
         where = f" for field {field_name!r} of {event!r}" if event else ""
+        if by:
+            where += (
+                f" (emitted at {by}, whose accumulators are {', '.join(spec.context) or 'none'})"
+            )
         head, _, tail = source.partition(".")
         if source in FIXED_REFS:
             needed = {"item": "item", "part": "part", "response": "envelope"}.get(source)
@@ -218,11 +292,19 @@ class MachineRules(Rules):
                 self.err(src, path, f"{source!r}{where} is only available in a {needed}")
         elif head == "params":
             if tail not in pnames:
-                self.err(src, path, f"no parameter {tail!r}{where}; declare it in params")
+                self.err(
+                    src,
+                    path,
+                    f"no parameter {tail!r}{where}; declare it in params{did_you_mean(tail, pnames)}",
+                )
         elif head in ("acc", "last"):
             acc = spec.context.get(tail)
             if acc is None:
-                self.err(src, path, f"unknown accumulator {tail!r}{where}")
+                self.err(
+                    src,
+                    path,
+                    f"unknown accumulator {tail!r}{where}{did_you_mean(tail, spec.context)}",
+                )
             elif head == "last" and acc.kind != "list":
                 self.err(src, path, f"last.{tail} needs a list accumulator{where}")
         elif head == "field":

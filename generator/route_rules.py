@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from . import spec_model as sm
 from .catalog import ItemC
+from .errors import did_you_mean
 from .loader import Source
 from .reserved import HARMONY_SOURCES
 from .spec_rules import Rules
@@ -26,7 +27,9 @@ class RouteRules(Rules):
         """The item a route names, which must exist and hold the part it names."""
         it = self.items.get(item)
         if it is None:
-            self.err(src, path + ("item",), f"unknown item type {item!r}")
+            self.err(
+                src, path + ("item",), f"unknown item type {item!r}{did_you_mean(item, self.items)}"
+            )
             return None
         if part is not None and not any(part in kinds for kinds in it.slots.values()):
             self.err(src, path + ("part",), f"item {item!r} has no slot for part {part!r}")

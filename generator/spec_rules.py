@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from . import spec_model as sm
 from .catalog import EventC, ItemC, MachineC, PartC
-from .errors import SpecError
+from .errors import SpecError, did_you_mean
 from .loader import Source
 from .reserved import GENERATED_NAMES, HARD_KEYWORDS, IDENT, TYPE_NAME
 from .types import BUILTIN_UNIONS, TypeRef, TypeSyntaxError, parse_type
@@ -56,7 +56,7 @@ class Rules:
             return TypeRef("any")
         for name in ref.named_refs():
             if name not in self.type_names and name not in BUILTIN_UNIONS:
-                self.err(src, path, f"unknown type {name!r}")
+                self.err(src, path, f"unknown type {name!r}{did_you_mean(name, self.type_names)}")
         return ref
 
     def ident(self, src: Source, path: tuple[str | int, ...], name: str, what: str) -> bool:

@@ -12,7 +12,8 @@
   the tools, names containing ``think`` also think before a tool call, names
   containing ``echo`` answer with
   :func:`echo_summary` of the messages, names containing ``parallel`` make two tool
-  calls; a ``json_schema``/``json_object`` ``response_format`` answers ``{"answer": "ok"}``.
+  calls; a ``json_schema``/``json_object`` ``response_format`` answers ``{"answer": "ok"}``,
+  unless the name contains ``freeform`` (a model that ignores the format).
   A last user message holding ``[shell]`` or ``[patch]`` gets what a coding agent's
   model would do (:func:`_agent_call`): Codex's ``exec_command`` or ``apply_patch``,
   writing the conversation's token to a file, then text once the result is back.
@@ -353,7 +354,11 @@ def plan_turn(body: Mapping[str, Any], call_prefix: str) -> _Turn:
             turn.reasoning = list(REASONING)
         return turn
     fmt = body.get("response_format")
-    if _is_map(fmt) and fmt.get("type") in ("json_schema", "json_object"):
+    if (
+        _is_map(fmt)
+        and fmt.get("type") in ("json_schema", "json_object")
+        and "freeform" not in model
+    ):
         answer = JSON_ANSWER
     elif "echo" in model:
         answer = echo_summary(messages)

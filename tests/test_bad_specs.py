@@ -173,6 +173,30 @@ CASES: dict[str, list[Edit]] = {
             "doc: A call \x00 to a function",
         )
     ],
+    # The root cause only: the transition named there is taken, so no "never taken".
+    "unknown_target_state": [
+        (FC, "done: closed, incomplete: closed}", "done: closd, incomplete: closed}")
+    ],
+    # A typo in an event's own ``from`` is reported at that line, not at each emitter.
+    "event_accumulator_typo": [
+        (
+            "events.yaml",
+            "      text: {type: string, from: acc.text}\n      logprobs:",
+            "      text: {type: string, from: acc.txt}\n      logprobs:",
+        )
+    ],
+    # An item type the openai SDK's closed unions do not know, without a vendor prefix.
+    "unprefixed_item_type": [
+        (
+            "items/citation_lookup.yaml",
+            None,
+            (ROOT / "spec" / FC)
+            .read_text("utf-8")
+            .replace("type: function_call", "type: citation_lookup")
+            .replace("class: ResponseFunctionToolCall", "class: CitationLookup")
+            .replace("id_prefix: fc_", "id_prefix: cl_"),
+        )
+    ],
     "multiple_files": [
         (
             FC,
@@ -204,8 +228,13 @@ def tree_hashes(root: Path) -> dict[str, str]:
 
 
 def generate(spec: Path, out: Path) -> subprocess.CompletedProcess[str]:
-    cmd = [sys.executable, "-m", "generator", "generate", "--spec", str(spec), "--out", str(out)]
-    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    """The generator run from the spec copy's folder, given that folder by a relative
+    path, as a user would type it: errors name files by that path."""
+    cmd = [sys.executable, "-m", "generator", "generate", "--spec", spec.name, "--out", str(out)]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run(
+        cmd, cwd=spec.parent, env=env, capture_output=True, text=True, timeout=120
+    )
 
 
 def spec_copy(tmp: Path, edits: list[Edit]) -> Path:

@@ -28,6 +28,7 @@ from starlette.routing import Route
 
 from responses_stream._runtime.check.run import (
     FAIL,
+    MODEL,
     NOT_RUN,
     PASS,
     Outcome,
@@ -190,6 +191,27 @@ def test_the_command_prints_a_table_writes_junit_and_exits_1_on_a_fault(
     parsed = json.loads(ok.stdout)
     assert parsed["passed"] is True
     assert [o["verdict"] for o in parsed["outcomes"]] == [PASS, PASS]
+
+
+def test_a_model_that_ignores_response_format_is_not_a_protocol_fault(gw: str) -> None:
+    """The scripted model named ``freeform`` answers plain text under a strict schema
+    through a compliant server: the verdict names the model, and the run passes."""
+    [stream, json_form] = run_checks(Target(gw + "/v1", "fake-freeform"), ["json_schema"])
+    for outcome in (stream, json_form):
+        assert (outcome.verdict, outcome.rules) == (MODEL, ["JSON_SCHEMA_OUTPUT"])
+    cmd = [sys.executable, "-m", "responses_stream", "check", gw + "/v1", "--model"]
+    done = subprocess.run(
+        [*cmd, "fake-freeform", "--only", "json_schema"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = [tuple(line.split()[:3]) for line in done.stdout.splitlines()[2:4]]
+    assert rows == [("json_schema", "stream", MODEL), ("json_schema", "json", MODEL)]
+    assert done.stdout.rstrip().endswith(
+        "0 passed, 0 failed, 0 not exercised, 2 where the model, not the protocol, fell short"
+    )
 
 
 def test_a_bad_option_is_a_usage_error() -> None:

@@ -130,3 +130,71 @@ def test_the_readme_recipe_in_a_copy_of_the_repository(tmp_path: Path) -> None:
             stem
         )  # its generated tests ran
     assert "test_phase_statuses_agree_with_the_spec[acme:trace]" in report
+
+
+def test_an_overlay_package_installs_its_test_extra_and_passes_its_tests(
+    tmp_path: Path,
+) -> None:
+    """The path a user of the installed generator takes: their item in an overlay
+    folder, the package generated, installed with its ``test`` extra into a fresh
+    environment, and its own tests run there as its README says."""
+    overlay = tmp_path / "my_items"
+    overlay.mkdir()
+    shutil.copy(FIXTURE, overlay / FIXTURE.name)
+    out = tmp_path / "pkg"
+    gen = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "generator",
+            "generate",
+            "--overlay",
+            str(overlay),
+            "--out",
+            str(out),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert gen.returncode == 0, gen.stderr
+    readme = (out / "README.md").read_text(encoding="utf-8")
+    assert "pip install '.[test]'\npython -m pytest tests\n" in readme
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    python = venv / "bin" / "python"
+    install = subprocess.run(
+        [str(python), "-m", "pip", "install", "--quiet", ".[test]"],
+        cwd=out,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert install.returncode == 0, install.stderr
+    tests = subprocess.run(
+        [str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"],
+        cwd=out,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert tests.returncode == 0, tests.stdout[-3000:] + tests.stderr[-3000:]
+    assert (
+        "test_item_acme_search_result.py"
+        in subprocess.run(
+            [
+                str(python),
+                "-m",
+                "pytest",
+                "--collect-only",
+                "-q",
+                "-p",
+                "no:cacheprovider",
+                "tests",
+            ],
+            cwd=out,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        ).stdout
+    )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -49,3 +50,31 @@ def test_a_bad_overlay_file_is_file_and_line_and_writes_nothing(tmp_path: Path) 
     assert not out.exists()
     missing = gen("generate", "--overlay", tmp_path / "absent", "--out", out)
     assert missing.returncode == 1 and "not a folder" in missing.stderr
+
+
+def test_error_paths_are_the_folders_as_typed(tmp_path: Path) -> None:
+    """An overlay's file is named by the path its folder was given by: relative to the
+    working directory when typed relative, absolute when typed absolute."""
+    work = tmp_path / "work"
+    work.mkdir()
+    overlay = tmp_path / "elsewhere" / "my_items"
+    overlay.mkdir(parents=True)
+    (overlay / "broken.yaml").write_text("kind: item\ntype: x\nbogus_key: 1\n")
+    out = tmp_path / "out"
+    env = {"PYTHONPATH": str(ROOT)}  # the generator of this checkout, from another folder
+    runs = {
+        "../elsewhere/my_items/broken.yaml:": ["--overlay", "../elsewhere/my_items"],
+        f"{overlay}/broken.yaml:": ["--overlay", str(overlay)],
+    }
+    for shown, args in runs.items():
+        proc = subprocess.run(
+            [sys.executable, "-m", "generator", "generate", *args, "--out", str(out)],
+            cwd=work,
+            env={**os.environ, **env},
+            capture_output=True,
+            text=True,
+        )
+        assert proc.returncode == 1
+        faults = proc.stderr.splitlines()[:-1]
+        assert len(faults) == 6 and all(f.startswith(shown) for f in faults), proc.stderr
+        assert f"{shown}3: bogus_key: unknown field 'bogus_key'" in faults

@@ -8,6 +8,7 @@ from typing import Any
 
 import msgspec
 import pytest
+import yaml
 from sdk_shapes import admits_none, sdk_definitions, sdk_events, sdk_items
 
 import responses_stream as rs
@@ -35,6 +36,13 @@ def test_all_28_sdk_item_types_have_a_spec() -> None:
     assert len(items) == 28
     missing = sorted(set(items) - set(rs.openai.DIALECT.item_types.values()))
     assert missing == []
+
+
+def test_the_openai_dialects_standard_items_are_the_sdks_item_types() -> None:
+    """The list the checker holds unprefixed item types to is the pinned SDK's union."""
+    spec = Path(__file__).resolve().parents[1] / "spec" / "dialects" / "openai.yaml"
+    listed = yaml.safe_load(spec.read_text(encoding="utf-8"))["standard_items"]
+    assert sorted(listed) == sorted(sdk_items())
 
 
 def test_all_59_sdk_event_types_have_a_spec() -> None:

@@ -76,6 +76,35 @@ def test_cli_exit_codes_and_formats() -> None:
     assert missing.returncode == 2 and b"cannot read" in missing.stderr
 
 
+CHAT_RECORDINGS = sorted((ROOT / "tests" / "recordings" / "chat").glob("*/*.jsonl"))
+
+
+@pytest.mark.parametrize("path", CHAT_RECORDINGS[::7], ids=lambda p: p.stem)
+def test_a_chat_completions_stream_is_named_as_such_once(path: Path) -> None:
+    """A genuine Chat Completions stream fed to the validator: one violation that says
+    what it is, not a malformed event per chunk."""
+    v = StreamValidator("openai")
+    v.feed_sse([path.read_bytes()])
+    assert v.index > 0
+    assert [x.rule for x in v.finish()] == ["CHAT_COMPLETIONS_STREAM"]
+
+
+def test_the_cli_names_a_chat_completions_stream_in_one_line() -> None:
+    chat = (ROOT / "tests" / "recorded" / "llamacpp_text.sse").read_bytes()
+    proc = _cli("-", stdin=chat)
+    assert proc.returncode == 1
+    lines = proc.stdout.decode().splitlines()
+    assert len(lines) == 1 and "CHAT_COMPLETIONS_STREAM" in lines[0], lines
+    assert "from-chat" in lines[0]
+    converted = subprocess.run(
+        [sys.executable, "-m", "responses_stream", "from-chat", "-"],
+        input=chat,
+        capture_output=True,
+        check=True,
+    )
+    assert _cli("-", stdin=converted.stdout).returncode == 0
+
+
 def test_openresponses_dialect_flags_openai_names() -> None:
     v = _validate_file(BROKEN / "valid_reference.sse", "openresponses")
     assert "NON_STANDARD_EVENT" in {x.rule for x in v.violations}  # reasoning_text.* is renamed

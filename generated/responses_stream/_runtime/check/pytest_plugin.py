@@ -72,7 +72,7 @@ class ScenarioItem(pytest.Item):
         self.form = form
 
     def runtest(self) -> None:
-        from .run import FAIL, PASS
+        from .run import FAIL, MODEL, PASS
 
         assert isinstance(self.parent, Conformance)
         [outcome] = self.parent.checker().run_one(self.scenario, [self.form])
@@ -82,6 +82,8 @@ class ScenarioItem(pytest.Item):
             )
             lines = outcome.lines()
             raise ScenarioFailed(f"{', '.join(outcome.rules)}{where}\n" + "\n".join(lines))
+        if outcome.verdict == MODEL:
+            pytest.skip(f"the model, not the protocol: {'; '.join(outcome.lines())}")
         if outcome.verdict != PASS:
             pytest.skip(f"not exercised: {outcome.note}")
 

@@ -6,7 +6,7 @@ import json
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 
-from .run import FAIL, NOT_RUN, PASS, Outcome
+from .run import FAIL, MODEL, NOT_RUN, PASS, Outcome
 
 
 def passed(outcomes: Sequence[Outcome]) -> bool:
@@ -26,8 +26,10 @@ def table(outcomes: Sequence[Outcome]) -> str:
     ]
     lines.insert(1, "  ".join("-" * w for w in widths))
     details = [f"  {o.scenario} ({o.form}) {line}" for o in outcomes for line in o.lines()]
-    counts = {v: sum(o.verdict == v for o in outcomes) for v in (PASS, FAIL, NOT_RUN)}
+    counts = {v: sum(o.verdict == v for o in outcomes) for v in (PASS, FAIL, NOT_RUN, MODEL)}
     summary = f"{counts[PASS]} passed, {counts[FAIL]} failed, {counts[NOT_RUN]} {NOT_RUN}"
+    if counts[MODEL]:
+        summary += f", {counts[MODEL]} where the model, not the protocol, fell short"
     return "\n".join([*lines, *(["", "findings:", *details] if details else []), "", summary])
 
 

@@ -20,10 +20,13 @@ KIT_RULES: dict[str, str] = {
     "TOOL_CALL_ID": "a function call without a call_id, or two sharing one",
     "TOOL_ARGUMENTS": "a function call's arguments are not one JSON object",
     "TOOL_CALLS_GLUED": "two calls' arguments arrived as one call ('}{')",
-    "JSON_SCHEMA_OUTPUT": "text under a strict JSON schema that does not fit it",
+    "JSON_SCHEMA_OUTPUT": "text under a strict JSON schema that does not fit it (the model's)",
     "ERROR_STATUS": "a bad request was not answered with a 4xx",
     "ERROR_SHAPE": 'an error body that is not {"error": {message, type, param, code}}',
     "STORED_GET": "a stored response cannot be read back as it was answered",
     "PREVIOUS_RESPONSE_ID": "a continuation does not echo its previous_response_id",
     "STORED_DELETE": "a delete that is not answered as deleted, or a deleted response still found",
 }
+# What the model answered, not how the server framed it: a scenario that breaks only these
+# has the verdict "model", reported beside the protocol's faults but never failing the run.
+MODEL_RULES = frozenset({"JSON_SCHEMA_OUTPUT"})

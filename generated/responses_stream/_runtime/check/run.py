@@ -18,6 +18,7 @@ import httpx2
 
 from ..core.errors import BadValue
 from .judge import Judged, judge_json, judge_stream
+from .rules import MODEL_RULES
 from .scenarios import (
     ALL_NAMES,
     BAD_REQUEST,
@@ -33,6 +34,7 @@ from .scenarios import (
 )
 
 PASS, FAIL, NOT_RUN = "pass", "fail", NOT_EXERCISED
+MODEL = "model"  # the protocol held; the model's answer broke only MODEL_RULES
 FORMS = ("stream", "json")
 # enough for any scenario's answer; a model that rambles on is cut here, not at its context
 DEFAULT_MAX_OUTPUT_TOKENS = 256
@@ -261,6 +263,9 @@ class Checker:
         expected = scenario.expect(judged.response)
         if isinstance(expected, str):
             return Outcome(scenario.name, form, NOT_RUN, note=expected)
+        if expected and all(rule in MODEL_RULES for rule, _ in expected):
+            note = "the model did not follow the request, the protocol held"
+            return Outcome(scenario.name, form, MODEL, expected, note=note)
         if expected:
             return Outcome(scenario.name, form, FAIL, expected, first_failing="final response")
         return Outcome(

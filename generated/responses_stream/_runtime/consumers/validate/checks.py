@@ -52,6 +52,8 @@ class _Checks:
         # the first event is past sequence_number 0 and not response.created: a stream
         # resumed with starting_after (CONTINUATION); what it cannot see is not checked
         self.resumed = False
+        # the first payload was a Chat Completions chunk: said once, the rest not checked
+        self.chat_stream = False
         self.terminal: str | None = None
         self.pending_error = False
         self.open_item: _Item | None = None

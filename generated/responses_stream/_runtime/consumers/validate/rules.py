@@ -24,6 +24,11 @@ RULES: dict[str, tuple[str, str]] = {
         WARNING,
         "a string holds a UTF-16 surrogate without its pair (clients make it U+FFFD or fail)",
     ),
+    "CHAT_COMPLETIONS_STREAM": (
+        ERROR,
+        "the stream is Chat Completions (chat.completion.chunk), not Responses; "
+        "nothing after the first chunk is checked",
+    ),
     "MALFORMED_EVENT": (ERROR, "an event is not a JSON object with a string type"),
     "BARE_ERROR": (ERROR, "an error object without a type instead of error + response.failed"),
     "EVENT_NAME_MISMATCH": (ERROR, "the SSE event: line differs from the JSON type"),

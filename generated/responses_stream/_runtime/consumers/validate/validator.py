@@ -90,6 +90,16 @@ class StreamValidator(_PayloadChecks):
             self._add("MALFORMED_EVENT", "the payload is nested too deeply to check")
 
     def _feed(self, payload: Any, event: str | None) -> None:
+        if self.chat_stream:
+            return
+        if self.index == 0 and _is_chat_chunk(payload):
+            self.chat_stream = True
+            self._add(
+                "CHAT_COMPLETIONS_STREAM",
+                "this is a Chat Completions stream (chat.completion.chunk), not a Responses "
+                "stream; convert it first: python -m responses_stream from-chat",
+            )
+            return
         if not _is_mapping(payload) or not isinstance(payload.get("type"), str):
             if _is_mapping(payload) and "error" in payload:
                 self._add(
@@ -147,7 +157,7 @@ class StreamValidator(_PayloadChecks):
         """End of input: report what never closed."""
         self.index += 1
         self.seq = None
-        if self.terminal is None:
+        if self.terminal is None and not self.chat_stream:
             self._add(
                 "MISSING_TERMINAL",
                 "the stream ended without response.completed, "
@@ -161,6 +171,17 @@ class StreamValidator(_PayloadChecks):
                         f"{item.output_index}) never got output_item.done",
                     )
         return self.violations
+
+
+def _is_chat_chunk(payload: Any) -> bool:
+    """A Chat Completions chunk (or whole completion): named by its ``object``, or a
+    ``choices`` list where a Responses event has its ``type``."""
+    if not _is_mapping(payload) or isinstance(payload.get("type"), str):
+        return False
+    kind = payload.get("object")
+    return kind in ("chat.completion.chunk", "chat.completion") or (
+        kind is None and isinstance(payload.get("choices"), list)
+    )
 
 
 def validate_payloads(
