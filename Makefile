@@ -10,7 +10,7 @@ PYTHON := $(BIN)/python
 # every later `make generate`; reinstalled when its metadata changes).
 DEVELOP := $(abspath $(VENV))/.responses-stream-develop
 
-.PHONY: all install develop generate check test e2e lint typecheck pytest fuzz mutate bench clean
+.PHONY: all install develop generate check docs test e2e lint typecheck pytest fuzz mutate bench clean
 
 all: install generate develop
 
@@ -34,14 +34,20 @@ $(DEVELOP): generated/pyproject.toml $(BIN)/activate
 check: install
 	$(PYTHON) -m generator check
 
+# The documentation site (docs/ and mkdocs.yml) into site/, strictly: a warning, a broken
+# link or anchor fails it. Mermaid, which draws the state diagrams, is fetched once from
+# the npm registry into ~/.cache/responses-stream/docs and served from the site.
+docs: install develop
+	$(PYTHON) -m docsite
+
 # The hand-written files of generated/ (HAND_WRITTEN in generator/resources.py) are held
 # to the project's own rules, the rendered ones to the rules a generated package keeps.
 HAND_WRITTEN := generated/responses_stream/_runtime generated/responses_stream_pytest.py \
 	generated/tests/_support.py
 
 lint: install
-	$(BIN)/ruff check generator $(HAND_WRITTEN) tests benchmarks
-	$(BIN)/ruff format --check generator $(HAND_WRITTEN) tests benchmarks
+	$(BIN)/ruff check generator $(HAND_WRITTEN) tests benchmarks docsite
+	$(BIN)/ruff format --check generator $(HAND_WRITTEN) tests benchmarks docsite
 	cd generated && $(BIN)/ruff check --isolated --no-cache --select I,F,UP --line-length 100 --target-version py311 .
 
 typecheck: install

@@ -69,7 +69,8 @@ def cmd_generate(spec: Path, out: Path, overlays: Sequence[Path] = ()) -> int:
     with locked(out):
         recover(out)
         _spec_litter(spec)
-        stage = render_to_stage(files, out.resolve().parent, hand_written())
+        copied = hand_written()
+        stage = render_to_stage(files, out.resolve().parent, copied)
         try:
             changed = swap_in(stage, out)
         finally:
@@ -78,7 +79,8 @@ def cmd_generate(spec: Path, out: Path, overlays: Sequence[Path] = ()) -> int:
         if _writes_schema(spec):
             write_text_atomic(spec / SCHEMA_FILE, schema_text())
             changed.append(f"{spec.name}/{SCHEMA_FILE}")
-    print(f"generated {len(files)} files into {out} ({len(changed)} changed)")
+    # the rendered files and the hand-written runtime copied beside them
+    print(f"generated {len(files) + len(copied)} files into {out} ({len(changed)} changed)")
     return 0
 
 
@@ -87,7 +89,8 @@ def cmd_check(spec: Path, out: Path, overlays: Sequence[Path] = ()) -> int:
     files = render(spec, overlays)
     with locked(out):
         recover(out)
-        stage = render_to_stage(files, out.resolve().parent, hand_written())
+        copied = hand_written()
+        stage = render_to_stage(files, out.resolve().parent, copied)
         try:
             drift = diff_trees(stage, out)
         finally:

@@ -78,3 +78,15 @@ def test_error_paths_are_the_folders_as_typed(tmp_path: Path) -> None:
         faults = proc.stderr.splitlines()[:-1]
         assert len(faults) == 6 and all(f.startswith(shown) for f in faults), proc.stderr
         assert f"{shown}3: bogus_key: unknown field 'bogus_key'" in faults
+
+
+def test_the_summary_counts_the_files_of_the_tree(tmp_path: Path) -> None:
+    """Into a fresh folder every file is new: the count written is the count changed, and
+    it is every file of the tree (the rendered ones and the runtime copied beside them)."""
+    out = tmp_path / "pkg"
+    first = gen("generate", "--out", out)
+    assert first.returncode == 0, first.stderr
+    count = sum(1 for p in out.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+    assert first.stdout == f"generated {count} files into {out} ({count} changed)\n"
+    again = gen("generate", "--out", out)
+    assert again.stdout == f"generated {count} files into {out} (0 changed)\n"

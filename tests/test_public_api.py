@@ -119,7 +119,7 @@ async def home(request: Request) -> PlainTextResponse:
 
 
 def test_the_gateway_mounted_in_another_app() -> None:
-    """The README's lines: the gateway under ``/llm`` of a host app with routes of its
+    """The lines of docs/gateway-clients.md: the gateway under ``/llm`` of a host app with routes of its
     own, its lifespan entered from the host's (so its upstream client closes at exit)."""
     from responses_stream.gateway import create_app
 
