@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import json
 import secrets
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 from urllib.parse import urlsplit, urlunsplit
 
@@ -74,6 +75,21 @@ class StoredResponse:
         return None
 
 
+@dataclass(frozen=True)
+class RunState:
+    """A background response's run as the store keeps it, for every replica to read:
+    which replica runs it and until when it holds it (the lease, renewed while it runs),
+    whether a client asked to cancel it, and whether it ended."""
+
+    owner: str
+    lease_until: float  # Unix time
+    cancel: bool = False
+    ended: bool = False
+
+
+LogEntry = tuple[int, bytes]  # an event's sequence number, and its SSE frame
+
+
 class Store(Protocol):
     """Where responses are kept; async, shared by the concurrent requests of one process."""
 
@@ -98,6 +114,31 @@ class Store(Protocol):
 
     async def close(self) -> None:
         """Release the backend (files, connections)."""
+
+    # -- background runs: their state and their event log, both kept ``ttl`` seconds ------
+    async def run_start(self, response_id: str, owner: str, lease_until: float, ttl: int) -> None:
+        """Record that ``owner`` runs ``response_id`` until ``lease_until``; its state and
+        log are kept ``ttl`` seconds (runs older than that are dropped)."""
+
+    async def run_state(self, response_id: str) -> RunState | None:
+        """The run of ``response_id``, None when there is none (or no longer)."""
+
+    async def run_renew(self, response_id: str, owner: str, lease_until: float) -> RunState | None:
+        """Extend ``owner``'s lease (not once the run ended or another owns it); the state
+        after, so that the runner learns of a cancel as it renews."""
+
+    async def run_cancel(self, response_id: str) -> RunState | None:
+        """Ask for the run to be cancelled (nothing once it ended); the state after."""
+
+    async def run_end(self, response_id: str, expired_before: float | None = None) -> bool:
+        """Mark the run ended; True for the one call that did.  With ``expired_before``,
+        only a run whose lease ran out before that time (its replica died)."""
+
+    async def log_append(self, response_id: str, entries: list[LogEntry]) -> None:
+        """Append events, in order, to the run's log."""
+
+    async def log_read(self, response_id: str, after: int = -1) -> list[LogEntry]:
+        """The logged events numbered above ``after``, in order."""
 
 
 def encode_record(record: StoredResponse) -> bytes:
@@ -164,6 +205,9 @@ class MemoryStore:
         self._records: dict[str, bytes] = {}  # encoded, so callers cannot mutate them
         self._items: dict[tuple[str, str], str] = {}  # (tenant, item id) -> response id
         self._secret = new_secret()
+        self._runs: dict[str, RunState] = {}
+        self._logs: dict[str, list[LogEntry]] = {}
+        self._run_expiry: dict[str, float] = {}
 
     async def put(self, record: StoredResponse) -> None:
         self._records[record.id] = encode_record(record)
@@ -191,6 +235,51 @@ class MemoryStore:
             if self._items.get(key) == response_id:
                 del self._items[key]
         return True
+
+    async def run_start(self, response_id: str, owner: str, lease_until: float, ttl: int) -> None:
+        now = time.time()
+        for gone in [k for k, expires in self._run_expiry.items() if expires < now]:
+            self._runs.pop(gone, None)
+            self._logs.pop(gone, None)
+            del self._run_expiry[gone]
+        self._runs[response_id] = RunState(owner, lease_until)
+        self._logs[response_id] = []
+        self._run_expiry[response_id] = now + ttl
+
+    async def run_state(self, response_id: str) -> RunState | None:
+        return self._runs.get(response_id) if self._live(response_id) else None
+
+    def _live(self, response_id: str) -> bool:
+        return self._run_expiry.get(response_id, 0.0) >= time.time()
+
+    async def run_renew(self, response_id: str, owner: str, lease_until: float) -> RunState | None:
+        run = self._runs.get(response_id)
+        if run is not None and run.owner == owner and not run.ended:
+            run = self._runs[response_id] = replace(run, lease_until=lease_until)
+        return run
+
+    async def run_cancel(self, response_id: str) -> RunState | None:
+        run = self._runs.get(response_id)
+        if run is not None and not run.ended:
+            run = self._runs[response_id] = replace(run, cancel=True)
+        return run
+
+    async def run_end(self, response_id: str, expired_before: float | None = None) -> bool:
+        run = self._runs.get(response_id)
+        if run is None or run.ended:
+            return False
+        if expired_before is not None and run.lease_until >= expired_before:
+            return False
+        self._runs[response_id] = replace(run, ended=True)
+        return True
+
+    async def log_append(self, response_id: str, entries: list[LogEntry]) -> None:
+        self._logs.setdefault(response_id, []).extend(entries)
+
+    async def log_read(self, response_id: str, after: int = -1) -> list[LogEntry]:
+        if not self._live(response_id):
+            return []
+        return [e for e in self._logs.get(response_id, []) if e[0] > after]
 
     async def close(self) -> None:
         """Nothing to release; the records stay until the process ends."""

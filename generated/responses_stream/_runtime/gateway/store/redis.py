@@ -17,6 +17,8 @@ from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit, urlunsp
 
 from ...core.errors import BadValue
 from .base import (
+    LogEntry,
+    RunState,
     StoredResponse,
     StoreUnavailable,
     decode_record,
@@ -131,6 +133,47 @@ def _client(url: str) -> Redis:
     return redis.asyncio.Redis.from_pool(pool)
 
 
+# Background runs: a hash at ``run:ID`` (owner, lease_until, cancel, ended) and a stream at
+# ``log:ID`` whose entry ids are ``0-(sequence number + 1)``, so a range read resumes after
+# any number.  Each change is one script, so that replicas racing on a run cannot interleave.
+_RENEW = """
+local run = KEYS[1]
+if redis.call('HGET', run, 'owner') == ARGV[1] and redis.call('HGET', run, 'ended') == '0' then
+  redis.call('HSET', run, 'lease_until', ARGV[2])
+end
+return redis.call('HMGET', run, 'owner', 'lease_until', 'cancel', 'ended')
+"""
+_CANCEL = """
+local run = KEYS[1]
+if redis.call('HGET', run, 'ended') == '0' then redis.call('HSET', run, 'cancel', '1') end
+return redis.call('HMGET', run, 'owner', 'lease_until', 'cancel', 'ended')
+"""
+_END = """
+local run = KEYS[1]
+if redis.call('HGET', run, 'ended') ~= '0' then return 0 end
+if ARGV[1] ~= '' and tonumber(redis.call('HGET', run, 'lease_until')) >= tonumber(ARGV[1]) then
+  return 0
+end
+redis.call('HSET', run, 'ended', '1')
+return 1
+"""
+_APPEND = """
+local ttl = redis.call('TTL', KEYS[2])
+for i = 1, #ARGV, 2 do
+  pcall(redis.call, 'XADD', KEYS[1], '0-' .. (tonumber(ARGV[i]) + 1), 'f', ARGV[i + 1])
+end
+if ttl > 0 then redis.call('EXPIRE', KEYS[1], ttl) end
+return ttl
+"""
+
+
+def _run_state(fields: Any) -> RunState | None:
+    owner, lease_until, cancel, ended = fields
+    if owner is None:
+        return None
+    return RunState(bytes(owner).decode(), float(lease_until), cancel == b"1", ended == b"1")
+
+
 class RedisStore:
     """Records as Redis strings at ``prefix + id``, and for each item of a record the
     record's id at ``prefix + "item:" + item id`` (all with ``EX ttl`` when a ttl is set)."""
@@ -218,6 +261,61 @@ class RedisStore:
             if mine:
                 await self._call(f"delete the items of {response_id!r}", self._redis.delete(*mine))
         return int(count) > 0
+
+    def _run_key(self, response_id: str) -> str:
+        return f"{self.prefix}run:{response_id}"
+
+    def _log_key(self, response_id: str) -> str:
+        return f"{self.prefix}log:{response_id}"
+
+    async def run_start(self, response_id: str, owner: str, lease_until: float, ttl: int) -> None:
+        run, log = self._run_key(response_id), self._log_key(response_id)
+        pipe = self._redis.pipeline(transaction=True)
+        pipe.delete(log)
+        fields: dict[Any, Any] = {"owner": owner, "lease_until": repr(lease_until)}
+        fields.update(cancel="0", ended="0")
+        pipe.hset(run, mapping=fields)
+        pipe.expire(run, ttl)
+        await self._call(f"start the run of {response_id!r}", pipe.execute())
+
+    async def run_state(self, response_id: str) -> RunState | None:
+        fields: Any = await self._call(
+            f"read the run of {response_id!r}",
+            self._redis.hmget(
+                self._run_key(response_id), "owner", "lease_until", "cancel", "ended"
+            ),
+        )
+        return _run_state(fields)
+
+    async def _script(self, doing: str, lua: str, keys: list[str], args: list[Any]) -> Any:
+        script = self._redis.register_script(lua)
+        return await self._call(doing, script(keys=keys, args=args))
+
+    async def run_renew(self, response_id: str, owner: str, lease_until: float) -> RunState | None:
+        keys, args = [self._run_key(response_id)], [owner, repr(lease_until)]
+        return _run_state(await self._script(f"renew {response_id!r}", _RENEW, keys, args))
+
+    async def run_cancel(self, response_id: str) -> RunState | None:
+        keys = [self._run_key(response_id)]
+        return _run_state(await self._script(f"cancel {response_id!r}", _CANCEL, keys, []))
+
+    async def run_end(self, response_id: str, expired_before: float | None = None) -> bool:
+        keys = [self._run_key(response_id)]
+        args = ["" if expired_before is None else repr(expired_before)]
+        return bool(await self._script(f"end the run of {response_id!r}", _END, keys, args))
+
+    async def log_append(self, response_id: str, entries: list[LogEntry]) -> None:
+        keys = [self._log_key(response_id), self._run_key(response_id)]
+        args: list[Any] = [value for seq, frame in entries for value in (seq, frame)]
+        await self._script(f"log the events of {response_id!r}", _APPEND, keys, args)
+
+    async def log_read(self, response_id: str, after: int = -1) -> list[LogEntry]:
+        start = "-" if after < 0 else f"(0-{after + 1}"
+        found: Any = await self._call(
+            f"read the events of {response_id!r}",
+            self._redis.xrange(self._log_key(response_id), min=start, max="+"),
+        )
+        return [(int(bytes(i).split(b"-")[1]) - 1, bytes(f[b"f"])) for i, f in found]
 
     async def close(self) -> None:
         await self._redis.aclose()

@@ -17,7 +17,15 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ...core.errors import BadValue
-from .base import StoredResponse, StoreUnavailable, decode_record, encode_record, new_secret
+from .base import (
+    LogEntry,
+    RunState,
+    StoredResponse,
+    StoreUnavailable,
+    decode_record,
+    encode_record,
+    new_secret,
+)
 
 T = TypeVar("T")
 
@@ -29,7 +37,14 @@ SCHEMA = (
     "response_id TEXT NOT NULL, PRIMARY KEY (tenant, item_id))",
     "CREATE INDEX IF NOT EXISTS item_index_by_response ON item_index (response_id)",
     "CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value BLOB NOT NULL)",
+    # background runs: who runs each and until when, a cancel asked, the end; and its events
+    "CREATE TABLE IF NOT EXISTS runs (id TEXT PRIMARY KEY, owner TEXT NOT NULL, "
+    "lease_until REAL NOT NULL, cancel INTEGER NOT NULL DEFAULT 0, "
+    "ended INTEGER NOT NULL DEFAULT 0, expires REAL NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS run_log (id TEXT NOT NULL, seq INTEGER NOT NULL, "
+    "frame BLOB NOT NULL, PRIMARY KEY (id, seq))",
 )
+RUN = "SELECT owner, lease_until, cancel, ended FROM runs WHERE id = ? AND expires >= ?"
 PUT = (
     "INSERT INTO responses (id, created_at, record) VALUES (?, ?, ?) "
     "ON CONFLICT (id) DO UPDATE SET created_at = excluded.created_at, record = excluded.record"
@@ -69,6 +84,13 @@ def _connect(path: Path) -> sqlite3.Connection:
 def _created_at(response: dict[str, Any]) -> int:
     value = response.get("created_at")
     return value if isinstance(value, int) else int(time.time())
+
+
+def _run_state(row: Any) -> RunState | None:
+    if row is None:
+        return None
+    owner, lease_until, cancel, ended = row
+    return RunState(str(owner), float(lease_until), bool(cancel), bool(ended))
 
 
 @contextmanager
@@ -145,6 +167,70 @@ class SQLiteStore:
                 return count
 
         return await self._run(remove) > 0
+
+    async def run_start(self, response_id: str, owner: str, lease_until: float, ttl: int) -> None:
+        now = time.time()
+
+        def start(db: sqlite3.Connection) -> None:
+            with _transaction(db):
+                gone = "SELECT id FROM runs WHERE expires < ?"
+                old = [(row[0],) for row in db.execute(gone, (now,)).fetchall()]
+                db.executemany("DELETE FROM run_log WHERE id = ?", old + [(response_id,)])
+                db.execute("DELETE FROM runs WHERE expires < ?", (now,))
+                db.execute(
+                    "INSERT OR REPLACE INTO runs (id, owner, lease_until, expires) "
+                    "VALUES (?, ?, ?, ?)",
+                    (response_id, owner, lease_until, now + ttl),
+                )
+
+        await self._run(start)
+
+    async def run_state(self, response_id: str) -> RunState | None:
+        row = await self._run(lambda db: db.execute(RUN, (response_id, time.time())).fetchone())
+        return _run_state(row)
+
+    async def run_renew(self, response_id: str, owner: str, lease_until: float) -> RunState | None:
+        def renew(db: sqlite3.Connection) -> Any:
+            with _transaction(db):
+                db.execute(
+                    "UPDATE runs SET lease_until = ? WHERE id = ? AND owner = ? AND ended = 0",
+                    (lease_until, response_id, owner),
+                )
+                return db.execute(RUN, (response_id, time.time())).fetchone()
+
+        return _run_state(await self._run(renew))
+
+    async def run_cancel(self, response_id: str) -> RunState | None:
+        def cancel(db: sqlite3.Connection) -> Any:
+            with _transaction(db):
+                db.execute("UPDATE runs SET cancel = 1 WHERE id = ? AND ended = 0", (response_id,))
+                return db.execute(RUN, (response_id, time.time())).fetchone()
+
+        return _run_state(await self._run(cancel))
+
+    async def run_end(self, response_id: str, expired_before: float | None = None) -> bool:
+        # one statement, so two replicas that race to end a run cannot both win
+        query = "UPDATE runs SET ended = 1 WHERE id = ? AND ended = 0"
+        args: tuple[Any, ...] = (response_id,)
+        if expired_before is not None:
+            query += " AND lease_until < ?"
+            args += (expired_before,)
+        count = await self._run(lambda db: db.execute(query, args).rowcount)
+        return bool(count)
+
+    async def log_append(self, response_id: str, entries: list[LogEntry]) -> None:
+        rows = [(response_id, seq, frame) for seq, frame in entries]
+        insert = "INSERT OR REPLACE INTO run_log (id, seq, frame) VALUES (?, ?, ?)"
+        await self._run(lambda db: db.executemany(insert, rows))
+
+    async def log_read(self, response_id: str, after: int = -1) -> list[LogEntry]:
+        query = (
+            "SELECT seq, frame FROM run_log WHERE id = ? AND seq > ? AND EXISTS "
+            "(SELECT 1 FROM runs WHERE runs.id = run_log.id AND expires >= ?) ORDER BY seq"
+        )
+        args = (response_id, after, time.time())
+        rows = await self._run(lambda db: db.execute(query, args).fetchall())
+        return [(int(seq), bytes(frame)) for seq, frame in rows]
 
     async def close(self) -> None:
         await asyncio.to_thread(self._close)
