@@ -104,6 +104,14 @@ for _ in range(300):
 else:
     sys.exit("serve did not answer /health in 30 s")
 os.kill(pid, 15)
+for _ in range(300):  # gone within 30 s, or the test says so
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        break
+    time.sleep(0.1)
+else:
+    sys.exit("serve did not exit within 30 s of SIGTERM")
 """
 
 
@@ -225,6 +233,9 @@ def shell_script(block: Block, ports: dict[str, str]) -> str:
                 command = re.sub(r"--port \d+", f"--port {port}", command)
             else:
                 command += f" --port {port}"
+            # the command itself in the background, not the stand-in function around it,
+            # so that $! is the server's own pid
+            command = re.sub(r"(?<![\w-])python -m", "command python -m", command)
             command += f" --log-level error > serve-{n}.log 2>&1 &\n"
             command += f'python "$HELPERS/health.py" {port} $! || {{ cat serve-{n}.log; exit 1; }}'
         lines.append(command)
