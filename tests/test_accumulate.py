@@ -816,13 +816,13 @@ def background_stream() -> list[dict[str, Any]]:
     ]
     frames = b"".join(rs.sse_from_chat(chunks, model="m", request={"background": True}))
     events = [json.loads(m.data) for m in rs.parse_sse([frames])]
-    created = events[0]
-    assert [e["type"] for e in events[:2]] == ["response.created", "response.in_progress"]
-    created["response"]["status"] = "queued"
-    queued = {"type": "response.queued", "sequence_number": 1, "response": created["response"]}
-    for event in events[1:]:
-        event["sequence_number"] += 1
-    return [created, queued, *events[1:]]
+    opening = [(e["type"], e["response"]["status"]) for e in events[:3]]
+    assert opening == [
+        ("response.created", "queued"),
+        ("response.queued", "queued"),
+        ("response.in_progress", "in_progress"),
+    ]
+    return events
 
 
 def test_a_background_stream_folds_as_the_sdk_folds_it() -> None:

@@ -131,11 +131,12 @@ def test_a_message_without_a_type_is_taken_on_both_dialects(gw: str, prefix: str
 
 
 def test_a_refused_field_takes_the_values_its_row_allows() -> None:
-    assert ROUTES["responses"]["fields"]["background"]["allow"] == [False]
-    check_request({"model": "m", "input": HI, "background": False}, "responses")
+    assert ROUTES["chat"]["fields"]["n"]["allow"] == [1]
+    messages = [{"role": "user", "content": HI}]
+    check_request({"model": "m", "messages": messages, "n": 1}, "chat")
     with pytest.raises(GatewayError) as caught:
-        check_request({"model": "m", "input": HI, "background": True}, "responses")
-    assert caught.value.param == "background"
+        check_request({"model": "m", "messages": messages, "n": 2}, "chat")
+    assert caught.value.param == "n"
 
 
 def test_an_item_reference_may_leave_its_type_out() -> None:

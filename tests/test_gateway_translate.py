@@ -492,7 +492,6 @@ def test_chat_text_refusals(text_param: dict[str, Any], param: str) -> None:
 @pytest.mark.parametrize(
     ("fields", "param", "code"),
     [
-        ({"background": True}, "background", "unsupported_parameter"),
         ({"include": ["reasoning.encrypted_content", "colour"]}, "include[1]", "invalid_value"),
         ({"top_logprobs": 21}, "top_logprobs", "integer_above_max_value"),
         ({"moderation": {"model": "omni"}}, "moderation", "unsupported_parameter"),

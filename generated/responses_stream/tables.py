@@ -1911,7 +1911,7 @@ ENVELOPE: dict[str, Any] = {
         "created": {
             "from": ["start", "queued"],
             "to": "created",
-            "params": [],
+            "params": ["status"],
             "required": [],
             "emits": ["response.created"],
             "emits_from": {"start": ["response.created"], "queued": ["response.created"]},

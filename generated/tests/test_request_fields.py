@@ -63,7 +63,7 @@ ROWS: list[tuple[str, str, Any, dict[str, Any]]] = [
     ("responses", "store", True, {}),
     ("responses", "stream", True, {}),
     ("responses", "stream_options", {"include_obfuscation": False}, {}),
-    ("responses", "background", True, {}),
+    ("responses", "background", False, {}),
     ("responses", "temperature", 0, {}),
     ("responses", "top_p", 0, {}),
     ("responses", "parallel_tool_calls", True, {}),

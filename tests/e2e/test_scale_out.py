@@ -81,6 +81,7 @@ backend silent
 # it (r3 does not beat: the control that shows the timeout cuts a silent stream).
 SERVER_TIMEOUT = 2.0
 HEARTBEATS = {"r1": "1", "r2": "1", "r3": "0"}
+BACKGROUND_LEASE = 2.0  # seconds a replica holds a background response between renewals
 
 
 @dataclass
@@ -109,7 +110,7 @@ def cluster(tmp_path: Path) -> Iterator[Cluster]:
                 port = free_port()
                 cmd = [sys.executable, "-m", "responses_stream", "serve", "--upstream", up]
                 cmd += ["--port", str(port), "--store", store, "--log-level", "warning"]
-                cmd += ["--heartbeat", beat]
+                cmd += ["--heartbeat", beat, "--background-lease", str(BACKGROUND_LEASE)]
                 log = tmp_path / f"{name}.log"
                 _, replicas[name] = stack.enter_context(
                     started(cmd, log, port, 30, cwd=ROOT / "generated")
@@ -402,4 +403,78 @@ def test_delta_latency_through_the_balancer(cluster: Cluster) -> None:
         "| added by the balancer | ms |\n|---|---|\n"
         f"| median over the deltas | {p50:.1f} |\n"
         f"| largest | {worst:.1f} |\n",
+    )
+
+
+def _background(url: str, stop_after: int | None = None) -> tuple[str, list[dict[str, Any]], str]:
+    """A streamed background response started through ``url``: its id, the events read
+    (up to ``stop_after``, then the client leaves) and the replica that served it."""
+    body = {"model": "fake-slow", "input": "x" * 40, "background": True, "stream": True}
+    events: list[dict[str, Any]] = []
+    with httpx.stream("POST", url + "/v1/responses", json=body, headers=AUTH, timeout=60) as r:
+        served = r.headers.get("x-served-by", "")
+        for line in r.iter_lines():
+            if line.startswith("data: "):
+                events.append(json.loads(line[6:]))
+                if stop_after is not None and events[-1]["sequence_number"] == stop_after:
+                    break
+    return events[0]["response"]["id"], events, served
+
+
+def _resumed(url: str, response_id: str, after: int) -> tuple[list[dict[str, Any]], str]:
+    path = f"{url}/v1/responses/{response_id}?stream=true&starting_after={after}"
+    with httpx.stream("GET", path, headers=AUTH, timeout=60) as r:
+        assert r.status_code == 200, r.read()
+        lines = [line for line in r.iter_lines() if line.startswith("data: ")]
+        return [json.loads(line[6:]) for line in lines], r.headers.get("x-served-by", "")
+
+
+def test_a_background_response_resumes_and_fails_across_replicas(cluster: Cluster) -> None:
+    """Through the balancer: a background stream left after its event 5 is resumed through
+    the other replica to its end; a replica killed (SIGKILL) while it runs one has it
+    failed within the lease, and a resumed stream ends with that failure."""
+    response_id, first, started_on = _background(cluster.url, stop_after=5)
+    rest, resumed_on = _resumed(cluster.url, response_id, 5)
+    assert {started_on, resumed_on} == {"r1", "r2"}  # round robin: the other replica
+    assert [e["sequence_number"] for e in rest] == list(range(6, 6 + len(rest)))
+    assert rest[-1]["type"] == "response.completed"
+    kept = sdk(cluster.url).responses.retrieve(response_id)
+    assert (
+        kept.status == "completed"
+        and kept.output_text == rest[-1]["response"]["output"][-1]["content"][0]["text"]
+    )
+
+    body = {"model": "fake-slow", "input": "y" * 40, "background": True}
+    victim_id = ""
+    for _ in range(4):  # until the balancer gives it to r1, the replica to kill
+        raw = httpx.post(cluster.url + "/v1/responses", json=body, headers=AUTH, timeout=30)
+        if raw.headers.get("x-served-by") == "r1":
+            victim_id = raw.json()["id"]
+            break
+    assert victim_id, "no background response landed on r1"
+    time.sleep(0.5)
+    cluster.replicas["r1"].kill()
+    cluster.replicas["r1"].wait(10)
+    killed = time.monotonic()
+    status = "queued"
+    while status in ("queued", "in_progress") and time.monotonic() - killed < 15:
+        status = httpx.get(f"{cluster.direct['r2']}/v1/responses/{victim_id}", headers=AUTH).json()[
+            "status"
+        ]
+        time.sleep(0.1)
+    failed_after = time.monotonic() - killed
+    assert status == "failed"
+    assert failed_after < BACKGROUND_LEASE + 3
+    tail, _ = _resumed(cluster.direct["r2"], victim_id, 2)
+    assert [e["type"] for e in tail[-2:]] == ["error", "response.failed"]
+    assert tail[-2]["code"] == "replica_lost"
+    _report(
+        "Background responses across replicas",
+        "A background stream started through the balancer and left after its event 5 is\n"
+        f"resumed through the balancer on the other replica ({started_on} then {resumed_on}):\n"
+        f"events 6 to {rest[-1]['sequence_number']}, ending `response.completed`.\n\n"
+        "A replica is killed (SIGKILL) half a second into a background response it runs;\n"
+        f"the other replica reports it `failed` {failed_after:.1f} s later (lease "
+        f"{BACKGROUND_LEASE:g} s), and a resumed stream ends `error` (`replica_lost`),\n"
+        "`response.failed`.\n",
     )

@@ -173,9 +173,8 @@ ROUTES: dict[str, dict[str, Any]] = {
                 "why": "include_obfuscation: the gateway sends no obfuscation field",
             },
             "background": {
-                "fate": "refused",
-                "why": "background responses are not served",
-                "allow": [False],
+                "fate": "caller",
+                "why": "the gateway runs the response on after the client leaves, its events logged in the store",
             },
             "temperature": {"fate": "translated", "to": "temperature"},
             "top_p": {"fate": "translated", "to": "top_p"},
@@ -247,7 +246,7 @@ ROUTES: dict[str, dict[str, Any]] = {
             },
             "background_options": {
                 "fate": "no_effect",
-                "why": "options of background responses, which are not served",
+                "why": "options OpenAI's server reads for background responses; the gateway has none of its own",
             },
             "image": {
                 "fate": "no_effect",

@@ -5575,8 +5575,10 @@ class ResponseEmitter(
         seq = self.seq
         return [b.ResponseQueuedEvent(sequence_number=next(seq), response=self.snapshot())]
 
-    def created(self) -> list[_T_ResponseCreatedEvent]:
-        "The 'created' transition: emits response.created."
+    def created(
+        self, status: Literal["in_progress", "queued"] = "in_progress"
+    ) -> list[_T_ResponseCreatedEvent]:
+        "The response exists; a background response is created queued."
 
         if self.state not in (
             "start",
@@ -5594,7 +5596,7 @@ class ResponseEmitter(
 
         b = self._binding
         self.state = "created"
-        self.fields["status"] = "in_progress"
+        self.fields["status"] = status
         seq = self.seq
         return [b.ResponseCreatedEvent(sequence_number=next(seq), response=self.snapshot())]
 

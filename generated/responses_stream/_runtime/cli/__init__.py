@@ -358,6 +358,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
         workers=args.workers,
         shutdown_grace=args.shutdown_grace,
         heartbeat=args.heartbeat,
+        background_max=args.background_max,
+        background_ttl=args.background_ttl,
+        background_lease=args.background_lease,
     )
     try:
         run(options)

@@ -365,6 +365,7 @@ def _serve(command: Command) -> None:
         help="the largest request body taken (413 beyond)",
     )
     _serve_policies(g)
+    _serve_background(g)
 
 
 def _serve_policies(g: argparse.ArgumentParser) -> None:
@@ -439,4 +440,31 @@ def _serve_policies(g: argparse.ArgumentParser) -> None:
         choices=["text", "json"],
         default="text",
         help="log lines as text or as JSON objects (time, level, logger, message, request_id)",
+    )
+
+
+def _serve_background(g: argparse.ArgumentParser) -> None:
+    """``serve``'s settings of background responses."""
+    g.add_argument(
+        "--background-max",
+        type=int,
+        default=16,
+        metavar="N",
+        help="background responses (background: true) one key may have running on one"
+        " replica (429 beyond)",
+    )
+    g.add_argument(
+        "--background-ttl",
+        type=int,
+        default=24 * 3600,
+        metavar="S",
+        help="how long a background response's event log is kept, for resumed streams",
+    )
+    g.add_argument(
+        "--background-lease",
+        type=float,
+        default=10.0,
+        metavar="S",
+        help="a replica renews its hold on each background response it runs within S"
+        " seconds; one it stopped renewing (it died) is failed once S seconds passed",
     )

@@ -400,7 +400,12 @@ class StreamProcessor:
         if self.started:
             raise ProcessorError("the stream has already started")
         self.started = True
-        self.out += self.response.created() + self.response.in_progress()
+        if self.response.fields.get("background") is True:
+            # as OpenAI starts a background response: created queued, queued, then running
+            self.out += self.response.created(status="queued") + self.response.queued()
+        else:
+            self.out += self.response.created()
+        self.out += self.response.in_progress()
 
     @property
     def replaced_surrogates(self) -> int:

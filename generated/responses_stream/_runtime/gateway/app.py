@@ -39,7 +39,7 @@ from .metrics import CONTENT_TYPE as METRICS_TYPE
 from .metrics import MeteredStore, Metrics
 from .observe import Observe
 from .request_ids import RequestIds
-from .responses_routes import create, delete, input_items, retrieve
+from .responses_routes import cancel, create, delete, input_items, retrieve
 from .shutdown import Drain
 from .state import Gateway
 from .store_guard import GuardedStore
@@ -70,6 +70,7 @@ def create_app(gw: Gateway) -> Starlette:
             yield
         finally:
             uninstall()
+            await gw.runs.aclose()
             await gw.router.aclose()
             await gw.store.close()
 
@@ -122,6 +123,7 @@ def _dialect_routes(gw: Gateway, prefix: str, dialect: str) -> list[BaseRoute]:
         WebSocketRoute(f"{prefix}/responses", websocket),
         Route(f"{prefix}/responses/compact", post_compact, methods=["POST"]),
         Route(f"{prefix}/responses/{{response_id}}", one, methods=["GET", "DELETE"]),
+        Route(f"{prefix}/responses/{{response_id}}/cancel", _bind(cancel, gw), methods=["POST"]),
         Route(
             f"{prefix}/responses/{{response_id}}/input_items",
             _bind(input_items, gw),

@@ -46,6 +46,9 @@ def create_app(
     legacy_records: str = "hidden",
     shutdown_grace: float = 20.0,
     heartbeat: float = 15.0,
+    background_max: int = 16,
+    background_ttl: int = 24 * 3600,
+    background_lease: float = 10.0,
 ) -> Starlette:
     """The gateway for the chat completions server at ``upstream`` (its ``/v1`` base
     URL), or for the upstreams and model routes of ``config_file`` (see
@@ -83,6 +86,9 @@ def create_app(
         legacy_records=legacy_records,
         shutdown_grace=shutdown_grace,
         heartbeat=heartbeat,
+        background_max=background_max,
+        background_ttl=background_ttl,
+        background_lease=background_lease,
     )
     if loaded is not None:
         gw = Gateway(config=config, upstream=None, store=open_store(store), routes=loaded.router)

@@ -33,7 +33,11 @@ class GatewayConfig:
     ``shared``: everyone);
     ``shutdown_grace``: how long streams in flight may go on after SIGTERM;
     ``heartbeat``: seconds of an upstream's silence after which a stream sends an SSE
-    comment (0: never).
+    comment (0: never);
+    ``background_ttl``: seconds a background response's event log is kept;
+    ``background_max``: background responses one key may have running on one replica;
+    ``background_lease``: seconds a replica holds a background run between renewals; one
+    it no longer renews (the replica died) fails that long after.
     """
 
     upstream: str | None = None
@@ -50,6 +54,9 @@ class GatewayConfig:
     legacy_records: str = "hidden"
     shutdown_grace: float = 20.0
     heartbeat: float = 15.0
+    background_ttl: int = 24 * 3600
+    background_max: int = 16
+    background_lease: float = 10.0
 
     def __post_init__(self) -> None:
         if self.upstream is not None and not self.upstream.startswith(("http://", "https://")):
@@ -60,6 +67,8 @@ class GatewayConfig:
             raise BadValue(f"the reasoning field must be one of {REASONING_FIELDS}")
         if self.hosted_tools not in HOSTED_POLICIES:
             raise BadValue(f"the hosted tools policy must be one of {HOSTED_POLICIES}")
+        if self.background_max < 1 or self.background_ttl < 1 or not self.background_lease > 0:
+            raise BadValue("the background limit, log ttl and lease must be positive")
         if self.legacy_records not in LEGACY_POLICIES:
             raise BadValue(f"legacy records must be one of {LEGACY_POLICIES}")
         if any(not key or key != key.strip() or "," in key for key in self.api_keys):

@@ -28,10 +28,25 @@ async def create(gw: Gateway, request: Request, dialect: str) -> Response:
         caller = await gw.caller(request.headers.get("authorization"))
         turn = await plan_turn(gw.config, gw.store, body, dialect, caller=caller, route=route)
         streaming = bool(body.get("stream"))
-        await turn.start(route.client, caller.upstream_authorization, first_event=not streaming)
+        background = body.get("background") is True
+        if background:
+            if not turn.store:
+                raise bad_request(
+                    "a background response must be stored: set 'store' to true", "store"
+                )
+            turn.echo["background"] = True  # created queued, as OpenAI starts one
+        first_event = not (streaming or background)
+        await turn.start(route.client, caller.upstream_authorization, first_event=first_event)
+        if background:
+            queued = await gw.runs.start(turn, turn.opening)
     except GatewayError as exc:
         return error_response(exc)
     headers = dropped_tools_headers(turn.dropped)
+    if background:
+        if streaming:  # the run goes on without this client: its stream follows the log
+            frames = gw.runs.follow(turn.response_id, -1)
+            return event_stream(frames, _nothing, headers, gw.config.heartbeat)
+        return JSONResponse(queued, headers=headers)
     if streaming:
         frames = turn.frames(gw.store)
         return event_stream(frames, turn.aclose, headers, gw.config.heartbeat)
@@ -106,11 +121,48 @@ async def _record(gw: Gateway, request: Request) -> Any:
 
 
 async def retrieve(gw: Gateway, request: Request) -> Response:
+    """A stored response as it stands; a background one streamed again with
+    ``stream=true`` (after ``starting_after``, then live to its end)."""
     try:
         record = await _record(gw, request)
+        query = request.query_params
+        if query.get("stream") in ("true", "True", "1"):
+            if record.response.get("background") is not True:
+                raise bad_request("only a background response can be streamed again", "stream")
+            after = _starting_after(query.get("starting_after"))
+            frames = gw.runs.follow(record.id, after)
+            return event_stream(frames, _nothing, {}, gw.config.heartbeat)
+        response = await gw.runs.current(record)
     except GatewayError as exc:
         return error_response(exc)
-    return JSONResponse(record.response)
+    return JSONResponse(response)
+
+
+async def cancel(gw: Gateway, request: Request) -> Response:
+    """Stop a background response that is queued or running (from any replica); one that
+    ended is answered as it ended."""
+    try:
+        record = await _record(gw, request)
+        if record.response.get("background") is not True:
+            raise bad_request("only a response created with background=true can be cancelled", None)
+        await gw.runs.cancel(record.id)
+        record = await _record(gw, request)
+        response = await gw.runs.current(record)
+    except GatewayError as exc:
+        return error_response(exc)
+    return JSONResponse(response)
+
+
+async def _nothing() -> None:
+    """No cleanup: a background run goes on when its client leaves."""
+
+
+def _starting_after(value: str | None) -> int:
+    if value is None:
+        return -1
+    if not value.lstrip("-").isdigit():
+        raise bad_request("'starting_after' must be an integer", "starting_after")
+    return int(value)
 
 
 async def delete(gw: Gateway, request: Request) -> Response:

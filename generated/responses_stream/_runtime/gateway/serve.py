@@ -55,6 +55,9 @@ class ServeOptions:
     workers: int = 1
     shutdown_grace: float = 20.0
     heartbeat: float = 15.0
+    background_max: int = 16
+    background_ttl: int = 24 * 3600
+    background_lease: float = 10.0
 
 
 def build(options: ServeOptions) -> Starlette:
@@ -73,6 +76,9 @@ def build(options: ServeOptions) -> Starlette:
         legacy_records=options.legacy_records,
         shutdown_grace=options.shutdown_grace,
         heartbeat=options.heartbeat,
+        background_max=options.background_max,
+        background_ttl=options.background_ttl,
+        background_lease=options.background_lease,
     )
 
 

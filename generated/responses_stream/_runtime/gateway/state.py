@@ -6,6 +6,7 @@ from dataclasses import InitVar, dataclass, field
 
 from ..core.errors import BadValue
 from .admission import Admission
+from .background import Runs
 from .config import GatewayConfig
 from .routing import Router, UpstreamSettings
 from .store import Store
@@ -26,6 +27,7 @@ class Gateway:
     router: Router = field(init=False)
     # new streams set up one per turn of the event loop (see ``admission``)
     admission: Admission = field(default_factory=Admission, repr=False)
+    _runs: Runs | None = field(default=None, repr=False)
 
     def __post_init__(self, routes: Router | None) -> None:
         if routes is not None:
@@ -42,6 +44,16 @@ class Gateway:
             timeouts=self.config.timeouts,
         )
         self.router = Router.single(settings, self.upstream)
+
+    @property
+    def runs(self) -> Runs:
+        """The background runs (made on first use, over the store as the app wraps it)."""
+        if self._runs is None:
+            config = self.config
+            self._runs = Runs(
+                self.store, config.background_ttl, config.background_max, config.background_lease
+            )
+        return self._runs
 
     async def tenancy(self) -> Tenancy:
         """The tenancy rules (its secret read from the store the first time)."""

@@ -114,6 +114,11 @@ class Turn:
             raise
         self._stream, self._frames = stream, frames
 
+    @property
+    def opening(self) -> bytes:
+        """The frames :meth:`start` made before any upstream data (the stream's start)."""
+        return b"".join(self._first)
+
     def prewarm(self) -> None:
         """Start a turn that calls no model (WebSocket ``generate: false``): its stream
         is a completed response with no output, kept for continuation like any turn."""

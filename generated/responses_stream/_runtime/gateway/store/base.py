@@ -85,6 +85,7 @@ class RunState:
     lease_until: float  # Unix time
     cancel: bool = False
     ended: bool = False
+    dialect: str = "openai"  # the dialect its events are logged in
 
 
 LogEntry = tuple[int, bytes]  # an event's sequence number, and its SSE frame
@@ -116,9 +117,12 @@ class Store(Protocol):
         """Release the backend (files, connections)."""
 
     # -- background runs: their state and their event log, both kept ``ttl`` seconds ------
-    async def run_start(self, response_id: str, owner: str, lease_until: float, ttl: int) -> None:
-        """Record that ``owner`` runs ``response_id`` until ``lease_until``; its state and
-        log are kept ``ttl`` seconds (runs older than that are dropped)."""
+    async def run_start(
+        self, response_id: str, owner: str, lease_until: float, ttl: int, dialect: str = "openai"
+    ) -> None:
+        """Record that ``owner`` runs ``response_id`` until ``lease_until``, logging its
+        events in ``dialect``; its state and log are kept ``ttl`` seconds (runs older than
+        that are dropped)."""
 
     async def run_state(self, response_id: str) -> RunState | None:
         """The run of ``response_id``, None when there is none (or no longer)."""
@@ -236,13 +240,15 @@ class MemoryStore:
                 del self._items[key]
         return True
 
-    async def run_start(self, response_id: str, owner: str, lease_until: float, ttl: int) -> None:
+    async def run_start(
+        self, response_id: str, owner: str, lease_until: float, ttl: int, dialect: str = "openai"
+    ) -> None:
         now = time.time()
         for gone in [k for k, expires in self._run_expiry.items() if expires < now]:
             self._runs.pop(gone, None)
             self._logs.pop(gone, None)
             del self._run_expiry[gone]
-        self._runs[response_id] = RunState(owner, lease_until)
+        self._runs[response_id] = RunState(owner, lease_until, dialect=dialect)
         self._logs[response_id] = []
         self._run_expiry[response_id] = now + ttl
 

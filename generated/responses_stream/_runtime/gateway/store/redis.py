@@ -141,12 +141,12 @@ local run = KEYS[1]
 if redis.call('HGET', run, 'owner') == ARGV[1] and redis.call('HGET', run, 'ended') == '0' then
   redis.call('HSET', run, 'lease_until', ARGV[2])
 end
-return redis.call('HMGET', run, 'owner', 'lease_until', 'cancel', 'ended')
+return redis.call('HMGET', run, 'owner', 'lease_until', 'cancel', 'ended', 'dialect')
 """
 _CANCEL = """
 local run = KEYS[1]
 if redis.call('HGET', run, 'ended') == '0' then redis.call('HSET', run, 'cancel', '1') end
-return redis.call('HMGET', run, 'owner', 'lease_until', 'cancel', 'ended')
+return redis.call('HMGET', run, 'owner', 'lease_until', 'cancel', 'ended', 'dialect')
 """
 _END = """
 local run = KEYS[1]
@@ -168,10 +168,16 @@ return ttl
 
 
 def _run_state(fields: Any) -> RunState | None:
-    owner, lease_until, cancel, ended = fields
+    owner, lease_until, cancel, ended, dialect = fields
     if owner is None:
         return None
-    return RunState(bytes(owner).decode(), float(lease_until), cancel == b"1", ended == b"1")
+    return RunState(
+        bytes(owner).decode(),
+        float(lease_until),
+        cancel == b"1",
+        ended == b"1",
+        bytes(dialect or b"openai").decode(),
+    )
 
 
 class RedisStore:
@@ -268,12 +274,14 @@ class RedisStore:
     def _log_key(self, response_id: str) -> str:
         return f"{self.prefix}log:{response_id}"
 
-    async def run_start(self, response_id: str, owner: str, lease_until: float, ttl: int) -> None:
+    async def run_start(
+        self, response_id: str, owner: str, lease_until: float, ttl: int, dialect: str = "openai"
+    ) -> None:
         run, log = self._run_key(response_id), self._log_key(response_id)
         pipe = self._redis.pipeline(transaction=True)
         pipe.delete(log)
         fields: dict[Any, Any] = {"owner": owner, "lease_until": repr(lease_until)}
-        fields.update(cancel="0", ended="0")
+        fields.update(cancel="0", ended="0", dialect=dialect)
         pipe.hset(run, mapping=fields)
         pipe.expire(run, ttl)
         await self._call(f"start the run of {response_id!r}", pipe.execute())
@@ -282,7 +290,7 @@ class RedisStore:
         fields: Any = await self._call(
             f"read the run of {response_id!r}",
             self._redis.hmget(
-                self._run_key(response_id), "owner", "lease_until", "cancel", "ended"
+                self._run_key(response_id), "owner", "lease_until", "cancel", "ended", "dialect"
             ),
         )
         return _run_state(fields)

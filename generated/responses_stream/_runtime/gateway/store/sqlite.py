@@ -40,11 +40,11 @@ SCHEMA = (
     # background runs: who runs each and until when, a cancel asked, the end; and its events
     "CREATE TABLE IF NOT EXISTS runs (id TEXT PRIMARY KEY, owner TEXT NOT NULL, "
     "lease_until REAL NOT NULL, cancel INTEGER NOT NULL DEFAULT 0, "
-    "ended INTEGER NOT NULL DEFAULT 0, expires REAL NOT NULL)",
+    "ended INTEGER NOT NULL DEFAULT 0, expires REAL NOT NULL, dialect TEXT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS run_log (id TEXT NOT NULL, seq INTEGER NOT NULL, "
     "frame BLOB NOT NULL, PRIMARY KEY (id, seq))",
 )
-RUN = "SELECT owner, lease_until, cancel, ended FROM runs WHERE id = ? AND expires >= ?"
+RUN = "SELECT owner, lease_until, cancel, ended, dialect FROM runs WHERE id = ? AND expires >= ?"
 PUT = (
     "INSERT INTO responses (id, created_at, record) VALUES (?, ?, ?) "
     "ON CONFLICT (id) DO UPDATE SET created_at = excluded.created_at, record = excluded.record"
@@ -89,8 +89,8 @@ def _created_at(response: dict[str, Any]) -> int:
 def _run_state(row: Any) -> RunState | None:
     if row is None:
         return None
-    owner, lease_until, cancel, ended = row
-    return RunState(str(owner), float(lease_until), bool(cancel), bool(ended))
+    owner, lease_until, cancel, ended, dialect = row
+    return RunState(str(owner), float(lease_until), bool(cancel), bool(ended), str(dialect))
 
 
 @contextmanager
@@ -168,7 +168,9 @@ class SQLiteStore:
 
         return await self._run(remove) > 0
 
-    async def run_start(self, response_id: str, owner: str, lease_until: float, ttl: int) -> None:
+    async def run_start(
+        self, response_id: str, owner: str, lease_until: float, ttl: int, dialect: str = "openai"
+    ) -> None:
         now = time.time()
 
         def start(db: sqlite3.Connection) -> None:
@@ -178,9 +180,9 @@ class SQLiteStore:
                 db.executemany("DELETE FROM run_log WHERE id = ?", old + [(response_id,)])
                 db.execute("DELETE FROM runs WHERE expires < ?", (now,))
                 db.execute(
-                    "INSERT OR REPLACE INTO runs (id, owner, lease_until, expires) "
-                    "VALUES (?, ?, ?, ?)",
-                    (response_id, owner, lease_until, now + ttl),
+                    "INSERT OR REPLACE INTO runs (id, owner, lease_until, expires, dialect) "
+                    "VALUES (?, ?, ?, ?, ?)",
+                    (response_id, owner, lease_until, now + ttl, dialect),
                 )
 
         await self._run(start)

@@ -1,0 +1,292 @@
+"""Background responses (``background: true``): the run goes on after the client leaves.
+
+Every event of a background run is appended to a log in the store as it is made, so any
+replica answers a poll (the log folded into the Response), a resumed stream (the log after
+``starting_after``, then the live events as they are logged) and a cancel (a flag in the
+store, which the replica running it reads as it renews its lease, and acts on at once when
+the cancel reaches that replica itself).  The replica holds the run by a lease it renews
+every :data:`RENEW` seconds; a run whose lease ran out was lost with its replica.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import logging
+import os
+import re
+import secrets
+import socket
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from ..consumers.accumulate import AccumulateError, ResponseAccumulator
+from ..core.ids import CountingIds
+from ..core.processor import get_dialect
+from .errors import GatewayError
+from .store import Store, StoredResponse
+from .store.base import LogEntry, RunState
+from .turn import Turn, keep
+
+log = logging.getLogger("responses_stream.gateway")
+
+LEASE = 10.0  # seconds a replica holds a run without renewing it (by default)
+RENEW = 1.0  # seconds between renewals (and between looks for a cancel from elsewhere)
+FOLLOW = 0.05  # seconds between reads of a log a resumed stream follows
+REPLICA = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
+TERMINAL = ("completed", "incomplete", "failed", "cancelled")
+LOST = "the gateway replica running this background response stopped before it ended"
+_SEQUENCE = re.compile(rb'"sequence_number":(\d+)')
+_FINAL = re.compile(
+    rb"^event: response\.(?:completed|incomplete|failed)\ndata: (.*)$", re.MULTILINE
+)
+
+
+def log_entries(frames: bytes) -> list[LogEntry]:
+    """The events among SSE ``frames`` (the conversion's: one ``data`` line an event), each
+    with its sequence number."""
+    entries: list[LogEntry] = []
+    for block in frames.split(b"\n\n"):
+        found = _SEQUENCE.search(block)
+        if found is not None:
+            entries.append((int(found.group(1)), block + b"\n\n"))
+    return entries
+
+
+def final_response(frames: bytes) -> dict[str, Any] | None:
+    """The Response of the terminal event among ``frames``, if one is there."""
+    found = _FINAL.findall(frames)
+    if not found:
+        return None
+    response = json.loads(found[-1]).get("response")
+    return response if isinstance(response, dict) else None
+
+
+def failed_frames(snapshot: dict[str, Any], dialect: str, seq: int, message: str) -> bytes:
+    """``error`` and ``response.failed``, numbered from ``seq``, for a run that was lost:
+    each event as the dialect spells it, the failed Response being ``snapshot`` failed."""
+    d = get_dialect(dialect)
+    emitter = d.emitter(ids=CountingIds())
+    emitter.created()  # the state the error transition starts from
+    emitter.seq = itertools.count(seq)
+    events = emitter.error(message, code="replica_lost") + emitter.failed(message)
+    encoder = d.encoder()
+    error, failed = (encoder.encode(e) for e in events)
+    payload = json.loads(failed.split(b"data: ", 1)[1])
+    payload["response"] = lost(snapshot, message)
+    data = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+    return error + f"event: response.failed\ndata: {data}\n\n".encode()
+
+
+def lost(snapshot: dict[str, Any], message: str) -> dict[str, Any]:
+    """``snapshot`` as a response that failed because its run was lost."""
+    return {**snapshot, "status": "failed", "error": {"code": "server_error", "message": message}}
+
+
+def fold(entries: list[LogEntry], dialect: str) -> dict[str, Any] | None:
+    """The Response the logged events make so far (None before ``response.created``)."""
+    acc = ResponseAccumulator(dialect, check_texts=False)
+    snapshot: dict[str, Any] | None = None
+    for _, frame in entries:
+        for line in frame.split(b"\n"):
+            if line.startswith(b"data: "):
+                try:
+                    snapshot = acc.feed(json.loads(line[6:]))
+                except (AccumulateError, ValueError) as exc:
+                    log.warning("a logged event does not fold: %s", exc)
+    return acc.final or snapshot
+
+
+@dataclass
+class Runs:
+    """The background runs of this replica, and what every replica does with any run."""
+
+    store: Store
+    ttl: int = 24 * 3600
+    max_running: int = 16
+    lease: float = LEASE
+    tasks: dict[str, asyncio.Task[None]] = field(default_factory=dict)
+    tenants: dict[str, str | None] = field(default_factory=dict)
+    closing: bool = False  # shutting down: a run stopped now failed, it was not cancelled
+
+    def running(self, tenant: str | None) -> int:
+        """How many of ``tenant``'s runs this replica runs now."""
+        return sum(1 for t in self.tenants.values() if t == tenant)
+
+    async def start(self, turn: Turn, opening: bytes) -> dict[str, Any]:
+        """Log ``turn``'s opening events, store it queued and run it on; the queued
+        Response.  ``opening`` is the frames :meth:`Turn.start` made."""
+        if self.running(turn.tenant) >= self.max_running:
+            await turn.aclose()
+            raise GatewayError(
+                429,
+                f"at most {self.max_running} background responses may run at once for a key",
+                code="rate_limit_exceeded",
+            )
+        rid = turn.response_id
+        entries = log_entries(opening)
+        # the Response as it is before it runs: what created and queued made of it
+        waiting = [e for e in entries if b"event: response.in_progress\n" not in e[1]]
+        queued = fold(waiting, turn.dialect) or {}
+        lease_until = time.time() + self.lease
+        await self.store.run_start(rid, REPLICA, lease_until, self.ttl, turn.dialect)
+        await self.store.log_append(rid, entries)
+        await self.store.put(StoredResponse(queued, turn.input_items, tenant=turn.tenant))
+        self.tenants[rid] = turn.tenant
+        self.tasks[rid] = asyncio.create_task(self._run(turn, len(entries)))
+        return queued
+
+    async def _run(self, turn: Turn, skip: int) -> None:
+        rid = turn.response_id
+        renewing = asyncio.create_task(self._renew(rid))
+        try:
+            async for frames in turn.frames():
+                entries = log_entries(frames)[skip:]
+                skip = 0
+                final = final_response(frames)
+                if final is not None:
+                    # the record first, whole: a poll that reads the terminal status, and a
+                    # continuation that loads it, then find its output; and it no longer
+                    # counts against its key
+                    self.tenants.pop(rid, None)
+                    turn.response = final
+                    await keep(self.store, turn)
+                if entries:
+                    await self.store.log_append(rid, entries)
+            await self.store.run_end(rid)
+        except asyncio.CancelledError:
+            if self.closing:
+                await self._failed(turn, "the gateway shut down before the response ended")
+            else:
+                await self._cancelled(turn)
+        except Exception:
+            log.exception("background response %s broke off", rid)
+            await self._failed(turn, "the background response broke off")
+        finally:
+            renewing.cancel()
+            self.tasks.pop(rid, None)
+            self.tenants.pop(rid, None)
+
+    async def _cancelled(self, turn: Turn) -> None:
+        """Store what ``turn`` made so far, cancelled, and end its run."""
+        rid = turn.response_id
+        if turn.response is not None:  # it ended (and was kept) as the cancel came
+            await self.store.run_end(rid)
+            return
+        snapshot = fold(await self.store.log_read(rid), turn.dialect) or {}
+        if await self.store.run_end(rid):
+            turn.response = {**snapshot, "status": "cancelled"}
+            await keep(self.store, turn)
+
+    async def _failed(self, turn: Turn, message: str) -> None:
+        """End ``turn``'s run failed: ``error`` and ``response.failed`` logged after what it
+        made, and its record failed."""
+        if turn.response is not None:  # it ended (and was kept) before it was stopped
+            await self.store.run_end(turn.response_id)
+            return
+        if await self.store.run_end(turn.response_id):
+            turn.response = await self._log_failure(turn.response_id, turn.dialect, message)
+            await keep(self.store, turn)
+
+    async def _log_failure(self, rid: str, dialect: str, message: str) -> dict[str, Any]:
+        """Log ``error`` and ``response.failed`` after what the run made; the failed
+        Response."""
+        entries = await self.store.log_read(rid)
+        snapshot = fold(entries, dialect) or {}
+        seq = entries[-1][0] + 1 if entries else 0
+        await self.store.log_append(
+            rid, log_entries(failed_frames(snapshot, dialect, seq, message))
+        )
+        return lost(snapshot, message)
+
+    async def _renew(self, rid: str) -> None:
+        """Hold the lease while the run goes on; a cancel asked elsewhere stops it."""
+        while True:
+            await asyncio.sleep(RENEW)
+            try:
+                state = await self.store.run_renew(rid, REPLICA, time.time() + self.lease)
+            except Exception as exc:  # the store is down: the run goes on, its lease may lapse
+                log.warning("background response %s: the lease was not renewed: %s", rid, exc)
+                continue
+            if state is not None and state.cancel:
+                task = self.tasks.get(rid)
+                if task is not None:
+                    task.cancel()
+                return
+
+    async def cancel(self, rid: str) -> RunState | None:
+        """Ask for the run to stop: at once when it runs here, else at its replica's next
+        renewal, waited for (up to a lease); the state after."""
+        state = await self.store.run_cancel(rid)
+        if state is None or state.ended:
+            return state
+        task = self.tasks.get(rid)
+        if task is not None:
+            task.cancel()
+            await asyncio.wait([task], timeout=self.lease)
+            return await self.store.run_state(rid)
+        deadline = time.monotonic() + self.lease
+        while state is not None and not state.ended and time.monotonic() < deadline:
+            await asyncio.sleep(FOLLOW)
+            state = await self.reap(rid)  # its replica may have died meanwhile
+        return state
+
+    async def current(self, record: StoredResponse) -> dict[str, Any]:
+        """``record``'s Response as it stands: a run not yet ended, folded from its log (and
+        failed, when its replica died)."""
+        response = record.response
+        if response.get("status") in TERMINAL:
+            return response
+        state = await self.reap(record.id)
+        if state is None:
+            return response
+        folded = fold(await self.store.log_read(record.id), state.dialect)
+        return folded or response
+
+    async def reap(self, rid: str) -> RunState | None:
+        """End a run whose lease ran out (its replica died) with ``error`` and
+        ``response.failed``, logged in its dialect, and its record failed; the run's
+        state after."""
+        now = time.time()
+        state = await self.store.run_state(rid)
+        if state is None or state.ended or state.lease_until >= now:
+            return state
+        if await self.store.run_end(rid, expired_before=now):
+            failed = await self._log_failure(rid, state.dialect, LOST)
+            record = await self.store.get(rid)
+            if record is not None:
+                await self.store.put(replace(record, response=failed))
+            log.warning("background response %s failed: its replica stopped renewing it", rid)
+        return await self.store.run_state(rid)
+
+    async def follow(self, rid: str, after: int) -> AsyncIterator[bytes]:
+        """The logged frames numbered above ``after``, then those logged as the run goes on,
+        until it ended and every event was sent (then its dialect's closing frame)."""
+        while True:
+            entries = await self.store.log_read(rid, after)
+            for seq, frame in entries:
+                after = seq
+                yield frame
+            if entries:
+                continue
+            state = await self.reap(rid)
+            if state is None or state.ended:
+                for seq, frame in await self.store.log_read(rid, after):
+                    after = seq
+                    yield frame
+                closing = get_dialect(state.dialect if state else "openai").encoder().close()
+                if closing:
+                    yield closing
+                return
+            await asyncio.sleep(FOLLOW)
+
+    async def aclose(self) -> None:
+        """Shutting down: the runs of this replica end failed, as streams in flight do."""
+        self.closing = True
+        for task in list(self.tasks.values()):
+            task.cancel()
+        if self.tasks:
+            await asyncio.wait(list(self.tasks.values()), timeout=self.lease)
