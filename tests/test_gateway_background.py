@@ -241,3 +241,13 @@ def test_once_polled_complete_it_can_be_continued(
         messages = record.bodies[-1]["messages"]
         assert [m["role"] for m in messages] == ["user", "assistant", "user"]
         assert messages[1]["content"] == "the answer"
+
+
+def test_the_runs_store_calls_are_metered(slow: str) -> None:
+    sdk = client(slow)
+    queued = sdk.responses.create(model="slow", input="go", background=True, store=True)
+    assert poll(sdk, queued.id).status == "completed"
+    metrics = httpx.get(slow + "/metrics").text
+    for operation in ("run_start", "log_append", "log_read", "run_end"):
+        line = f'responses_stream_store_operations_total{{operation="{operation}",outcome="ok"}}'
+        assert line in metrics, operation

@@ -38,6 +38,7 @@ from prometheus_client import (
 )
 
 from .store import Store, StoredResponse
+from .store.base import LogEntry, RunState
 
 MULTIPROCESS_ENV = "PROMETHEUS_MULTIPROC_DIR"
 CONTENT_TYPE = CONTENT_TYPE_LATEST
@@ -191,6 +192,30 @@ class MeteredStore:
 
     async def delete(self, response_id: str) -> bool:
         return await self._timed("delete", self.inner.delete(response_id))
+
+    async def run_start(
+        self, response_id: str, owner: str, lease_until: float, ttl: int, dialect: str = "openai"
+    ) -> None:
+        work = self.inner.run_start(response_id, owner, lease_until, ttl, dialect)
+        await self._timed("run_start", work)
+
+    async def run_state(self, response_id: str) -> RunState | None:
+        return await self._timed("run_state", self.inner.run_state(response_id))
+
+    async def run_renew(self, response_id: str, owner: str, lease_until: float) -> RunState | None:
+        return await self._timed("run_renew", self.inner.run_renew(response_id, owner, lease_until))
+
+    async def run_cancel(self, response_id: str) -> RunState | None:
+        return await self._timed("run_cancel", self.inner.run_cancel(response_id))
+
+    async def run_end(self, response_id: str, expired_before: float | None = None) -> bool:
+        return await self._timed("run_end", self.inner.run_end(response_id, expired_before))
+
+    async def log_append(self, response_id: str, entries: list[LogEntry]) -> None:
+        await self._timed("log_append", self.inner.log_append(response_id, entries))
+
+    async def log_read(self, response_id: str, after: int = -1) -> list[LogEntry]:
+        return await self._timed("log_read", self.inner.log_read(response_id, after))
 
     async def close(self) -> None:
         await self.inner.close()

@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 
 from .errors import GatewayError
 from .store import Store, StoredResponse, StoreUnavailable
+from .store.base import LogEntry, RunState
 
 T = TypeVar("T")
 log = logging.getLogger("responses_stream.gateway")
@@ -75,6 +76,33 @@ class GuardedStore:
 
     async def delete(self, response_id: str) -> bool:
         return await self._call("write", lambda: self.inner.delete(response_id))
+
+    async def run_start(
+        self, response_id: str, owner: str, lease_until: float, ttl: int, dialect: str = "openai"
+    ) -> None:
+        await self._call(
+            "write", lambda: self.inner.run_start(response_id, owner, lease_until, ttl, dialect)
+        )
+
+    async def run_state(self, response_id: str) -> RunState | None:
+        return await self._call("read", lambda: self.inner.run_state(response_id))
+
+    async def run_renew(self, response_id: str, owner: str, lease_until: float) -> RunState | None:
+        return await self._call(
+            "write", lambda: self.inner.run_renew(response_id, owner, lease_until)
+        )
+
+    async def run_cancel(self, response_id: str) -> RunState | None:
+        return await self._call("write", lambda: self.inner.run_cancel(response_id))
+
+    async def run_end(self, response_id: str, expired_before: float | None = None) -> bool:
+        return await self._call("write", lambda: self.inner.run_end(response_id, expired_before))
+
+    async def log_append(self, response_id: str, entries: list[LogEntry]) -> None:
+        await self._call("write", lambda: self.inner.log_append(response_id, entries))
+
+    async def log_read(self, response_id: str, after: int = -1) -> list[LogEntry]:
+        return await self._call("read", lambda: self.inner.log_read(response_id, after))
 
     async def close(self) -> None:
         await self.inner.close()
