@@ -29,7 +29,7 @@ from ..core.processor import get_dialect
 from .errors import GatewayError
 from .store import Store, StoredResponse
 from .store.base import LogEntry, RunState
-from .turn import Turn, keep
+from .turn import Turn, final_response, keep
 
 log = logging.getLogger("responses_stream.gateway")
 
@@ -40,9 +40,6 @@ REPLICA = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
 TERMINAL = ("completed", "incomplete", "failed", "cancelled")
 LOST = "the gateway replica running this background response stopped before it ended"
 _SEQUENCE = re.compile(rb'"sequence_number":(\d+)')
-_FINAL = re.compile(
-    rb"^event: response\.(?:completed|incomplete|failed)\ndata: (.*)$", re.MULTILINE
-)
 
 
 def log_entries(frames: bytes) -> list[LogEntry]:
@@ -54,15 +51,6 @@ def log_entries(frames: bytes) -> list[LogEntry]:
         if found is not None:
             entries.append((int(found.group(1)), block + b"\n\n"))
     return entries
-
-
-def final_response(frames: bytes) -> dict[str, Any] | None:
-    """The Response of the terminal event among ``frames``, if one is there."""
-    found = _FINAL.findall(frames)
-    if not found:
-        return None
-    response = json.loads(found[-1]).get("response")
-    return response if isinstance(response, dict) else None
 
 
 def failed_frames(snapshot: dict[str, Any], dialect: str, seq: int, message: str) -> bytes:
@@ -112,20 +100,19 @@ class Runs:
     tenants: dict[str, str | None] = field(default_factory=dict)
     closing: bool = False  # shutting down: a run stopped now failed, it was not cancelled
 
-    def running(self, tenant: str | None) -> int:
-        """How many of ``tenant``'s runs this replica runs now."""
-        return sum(1 for t in self.tenants.values() if t == tenant)
-
-    async def start(self, turn: Turn, opening: bytes) -> dict[str, Any]:
-        """Log ``turn``'s opening events, store it queued and run it on; the queued
-        Response.  ``opening`` is the frames :meth:`Turn.start` made."""
-        if self.running(turn.tenant) >= self.max_running:
-            await turn.aclose()
+    def admit(self, tenant: str | None) -> None:
+        """A 429 when ``tenant`` already runs as many runs here as a key may (checked
+        before the upstream is called)."""
+        if sum(1 for t in self.tenants.values() if t == tenant) >= self.max_running:
             raise GatewayError(
                 429,
                 f"at most {self.max_running} background responses may run at once for a key",
                 code="rate_limit_exceeded",
             )
+
+    async def start(self, turn: Turn, opening: bytes) -> dict[str, Any]:
+        """Log ``turn``'s opening events, store it queued and run it on; the queued
+        Response.  ``opening`` is the frames :meth:`Turn.start` made."""
         rid = turn.response_id
         entries = log_entries(opening)
         # the Response as it is before it runs: what created and queued made of it

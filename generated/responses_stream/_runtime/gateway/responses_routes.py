@@ -35,6 +35,7 @@ async def create(gw: Gateway, request: Request, dialect: str) -> Response:
                     "a background response must be stored: set 'store' to true", "store"
                 )
             turn.echo["background"] = True  # created queued, as OpenAI starts one
+            gw.runs.admit(turn.tenant)
         first_event = not (streaming or background)
         await turn.start(route.client, caller.upstream_authorization, first_event=first_event)
         if background:

@@ -219,6 +219,12 @@ def _terminal_start(frames: bytes) -> int | None:
     return None
 
 
+def final_response(frames: bytes) -> dict[str, Any] | None:
+    """The Response of the terminal event among SSE ``frames``, if one is there."""
+    payload = _terminal(frames)
+    return None if payload is None else _response_of(payload)
+
+
 def _response_of(payload: bytes) -> dict[str, Any] | None:
     if not payload:
         return None
