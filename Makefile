@@ -54,8 +54,11 @@ typecheck: install
 	MYPYPATH=generated $(BIN)/mypy --strict generator
 	cd generated && $(BIN)/mypy --strict --no-incremental responses_stream
 
+# The suite in parallel, a worker a core (pytest-xdist): JOBS=1 runs it in one process.
+JOBS ?= auto
+
 pytest: install
-	$(PYTHON) -m pytest
+	$(PYTHON) -m pytest -n $(JOBS)
 
 test: lint typecheck check pytest
 
