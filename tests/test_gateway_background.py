@@ -114,24 +114,48 @@ def test_cancelled_mid_run_closes_the_upstream(
         assert cancelled.status == "cancelled"
         assert record.closed.wait(10), "the upstream request was not closed"
         assert record.sent_at_close is not None and record.sent_at_close < len(TEXTS)
+        assert cancelled.output == []  # as OpenAI's API keeps a cancelled response
         assert poll(sdk, queued.id).status == "cancelled"
-        again = sdk.responses.cancel(queued.id)  # an ended response answers as it ended
-        assert again.status == "cancelled"
+        again = sdk.responses.cancel(queued.id)  # cancelling it again answers the same
+        assert again.status == "cancelled" and again.output == []
+        # its stream ends as OpenAI's does: response.failed carrying the cancelled Response
+        events = list(sdk.responses.retrieve(queued.id, stream=True))
+        assert events[-1].type == "response.failed"
+        assert events[-1].response.status == "cancelled"
+        assert any(e.type == "response.output_text.delta" for e in events)
+        raw = httpx.get(f"{url}/v1/responses/{queued.id}?stream=true", headers=KEY)
+        payloads = [json.loads(m.data) for m in parse_sse([raw.content])]
+        assert validate_payloads(payloads, strict=True) == []
+        assert ResponseAccumulator("openai").feed_all(payloads)["status"] == "cancelled"
 
 
-def test_a_finished_response_is_answered_as_it_ended(
+def test_what_cannot_be_cancelled_streamed_or_deleted_is_refused_as_openai_refuses_it(
     upstream: tuple[str, FaultyUpstream],
 ) -> None:
     base, fake = upstream
     fake.script("fast", Script(pieces=chat_events(["hi"])))
+    fake.script("slow", Script(pieces=chat_events(TEXTS), delay=0.05))
     with gateway(base) as url:
         sdk = client(url)
         queued = sdk.responses.create(model="fast", input="go", background=True, store=True)
-        done = poll(sdk, queued.id)
-        assert sdk.responses.cancel(queued.id).status == done.status == "completed"
+        assert poll(sdk, queued.id).status == "completed"
+        with pytest.raises(openai.BadRequestError) as refused:
+            sdk.responses.cancel(queued.id)
+        assert refused.value.body["message"] == "Cannot cancel a completed response."  # type: ignore[index]
+        assert refused.value.body["param"] == "response_id"  # type: ignore[index]
+        assert sdk.responses.retrieve(queued.id).status == "completed"
         plain = sdk.responses.create(model="fast", input="go", store=True)
-        with pytest.raises(openai.BadRequestError, match="background=true"):
+        with pytest.raises(openai.BadRequestError, match="Cannot cancel a synchronous response"):
             sdk.responses.cancel(plain.id)
+        with pytest.raises(openai.BadRequestError, match="not created with background=true"):
+            list(sdk.responses.retrieve(plain.id, stream=True))
+        running = sdk.responses.create(model="slow", input="go", background=True, store=True)
+        with pytest.raises(openai.BadRequestError, match="Cannot delete an in-flight response"):
+            sdk.responses.delete(running.id)
+        assert poll(sdk, running.id).status == "completed"
+        sdk.responses.delete(running.id)  # once it ended
+        with pytest.raises(openai.NotFoundError):
+            sdk.responses.retrieve(running.id)
         with pytest.raises(openai.BadRequestError) as refused:
             sdk.responses.create(model="fast", input="go", background=True, store=False)
         assert refused.value.body["param"] == "store"  # type: ignore[index]
@@ -224,6 +248,39 @@ def test_a_key_past_its_limit_of_running_responses_is_told_to_wait(
         assert poll(sdk, first.id).status == "completed"
         again = sdk.responses.create(model="slow", input="go", background=True, store=True)
         assert poll(sdk, again.id).status == "completed"
+
+
+def test_a_keys_limit_holds_across_replicas(
+    upstream: tuple[str, FaultyUpstream], tmp_path: Path
+) -> None:
+    """Two gateways on one SQLite file, a limit of 2 a key: the third run is refused by
+    either, while another key still starts runs."""
+    base, fake = upstream
+    fake.script("slow", Script(pieces=chat_events(TEXTS), delay=0.05))
+    store = f"sqlite:///{tmp_path / 'shared.db'}"
+    keys = ("gk-a", "gk-b")
+    with (
+        gateway(base, store=store, background_max=2, api_keys=keys) as one,
+        gateway(base, store=store, background_max=2, api_keys=keys) as two,
+    ):
+        started = [
+            client(url, "gk-a").responses.create(
+                model="slow", input="go", background=True, store=True
+            )
+            for url in (one, two)
+        ]
+        for url in (one, two):
+            with pytest.raises(openai.RateLimitError, match="at most 2 background"):
+                client(url, "gk-a").responses.create(
+                    model="slow", input="go", background=True, store=True
+                )
+        other = client(two, "gk-b").responses.create(
+            model="slow", input="go", background=True, store=True
+        )
+        for response in (*started, other):
+            sdk = client(one, "gk-b" if response is other else "gk-a")
+            assert poll(sdk, response.id).status == "completed"
+        client(two, "gk-a").responses.create(model="slow", input="go", background=True, store=True)
 
 
 def test_once_polled_complete_it_can_be_continued(

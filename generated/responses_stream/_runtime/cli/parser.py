@@ -450,8 +450,8 @@ def _serve_background(g: argparse.ArgumentParser) -> None:
         type=int,
         default=16,
         metavar="N",
-        help="background responses (background: true) one key may have running on one"
-        " replica (429 beyond)",
+        help="background responses (background: true) one key may have running at once,"
+        " on all the replicas of the store (429 beyond)",
     )
     g.add_argument(
         "--background-ttl",

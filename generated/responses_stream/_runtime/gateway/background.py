@@ -26,9 +26,10 @@ from typing import Any
 from ..consumers.accumulate import AccumulateError, ResponseAccumulator
 from ..core.ids import CountingIds
 from ..core.processor import get_dialect
+from ..core.sse_parse import parse_sse
 from .errors import GatewayError
 from .store import Store, StoredResponse
-from .store.base import LogEntry, RunState
+from .store.base import LogEntry, RunClaim, RunState
 from .turn import Turn, final_response, keep
 
 log = logging.getLogger("responses_stream.gateway")
@@ -53,20 +54,25 @@ def log_entries(frames: bytes) -> list[LogEntry]:
     return entries
 
 
-def failed_frames(snapshot: dict[str, Any], dialect: str, seq: int, message: str) -> bytes:
-    """``error`` and ``response.failed``, numbered from ``seq``, for a run that was lost:
-    each event as the dialect spells it, the failed Response being ``snapshot`` failed."""
+def ending_frames(
+    dialect: str, seq: int, response: dict[str, Any], error: tuple[str, str] | None = None
+) -> bytes:
+    """The events that end a run the gateway itself ended, numbered from ``seq``, each as
+    the dialect spells it: ``error`` (when ``error``, its code and message, is given), then
+    ``response.failed`` carrying ``response`` (a cancelled run ends with it too, its
+    Response ``cancelled``, as OpenAI's API ends one)."""
     d = get_dialect(dialect)
     emitter = d.emitter(ids=CountingIds())
-    emitter.created()  # the state the error transition starts from
+    emitter.created()  # the state the error and failed transitions start from
     emitter.seq = itertools.count(seq)
-    events = emitter.error(message, code="replica_lost") + emitter.failed(message)
+    events = [] if error is None else emitter.error(error[1], code=error[0])
+    events += emitter.failed(error[1] if error else "cancelled")
     encoder = d.encoder()
-    error, failed = (encoder.encode(e) for e in events)
+    *head, failed = (encoder.encode(e) for e in events)
     payload = json.loads(failed.split(b"data: ", 1)[1])
-    payload["response"] = lost(snapshot, message)
+    payload["response"] = response
     data = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
-    return error + f"event: response.failed\ndata: {data}\n\n".encode()
+    return b"".join(head) + f"event: response.failed\ndata: {data}\n\n".encode()
 
 
 def lost(snapshot: dict[str, Any], message: str) -> dict[str, Any]:
@@ -74,17 +80,20 @@ def lost(snapshot: dict[str, Any], message: str) -> dict[str, Any]:
     return {**snapshot, "status": "failed", "error": {"code": "server_error", "message": message}}
 
 
+def cancelled(snapshot: dict[str, Any]) -> dict[str, Any]:
+    """``snapshot`` cancelled: as OpenAI's API keeps a cancelled response, with no output."""
+    return {**snapshot, "status": "cancelled", "output": []}
+
+
 def fold(entries: list[LogEntry], dialect: str) -> dict[str, Any] | None:
     """The Response the logged events make so far (None before ``response.created``)."""
     acc = ResponseAccumulator(dialect, check_texts=False)
     snapshot: dict[str, Any] | None = None
-    for _, frame in entries:
-        for line in frame.split(b"\n"):
-            if line.startswith(b"data: "):
-                try:
-                    snapshot = acc.feed(json.loads(line[6:]))
-                except (AccumulateError, ValueError) as exc:
-                    log.warning("a logged event does not fold: %s", exc)
+    for message in parse_sse(frame for _, frame in entries):
+        try:
+            snapshot = acc.feed(json.loads(message.data))
+        except (AccumulateError, ValueError) as exc:
+            log.warning("a logged event does not fold: %s", exc)
     return acc.final or snapshot
 
 
@@ -97,18 +106,25 @@ class Runs:
     max_running: int = 16
     lease: float = LEASE
     tasks: dict[str, asyncio.Task[None]] = field(default_factory=dict)
-    tenants: dict[str, str | None] = field(default_factory=dict)
     closing: bool = False  # shutting down: a run stopped now failed, it was not cancelled
 
-    def admit(self, tenant: str | None) -> None:
-        """A 429 when ``tenant`` already runs as many runs here as a key may (checked
-        before the upstream is called)."""
-        if sum(1 for t in self.tenants.values() if t == tenant) >= self.max_running:
+    async def admit(self, turn: Turn) -> None:
+        """Take a place for ``turn``'s run before the upstream is called: a 429 when its key
+        already has as many running (on any replica) as a key may."""
+        lease_until = time.time() + self.lease
+        claim = RunClaim(
+            REPLICA, lease_until, self.ttl, turn.dialect, turn.tenant, self.max_running
+        )
+        if not await self.store.run_start(turn.response_id, claim):
             raise GatewayError(
                 429,
                 f"at most {self.max_running} background responses may run at once for a key",
                 code="rate_limit_exceeded",
             )
+
+    async def withdraw(self, turn: Turn) -> None:
+        """Give up the place :meth:`admit` took (the upstream refused the turn)."""
+        await self.store.run_end(turn.response_id)
 
     async def start(self, turn: Turn, opening: bytes) -> dict[str, Any]:
         """Log ``turn``'s opening events, store it queued and run it on; the queued
@@ -118,11 +134,9 @@ class Runs:
         # the Response as it is before it runs: what created and queued made of it
         waiting = [e for e in entries if b"event: response.in_progress\n" not in e[1]]
         queued = fold(waiting, turn.dialect) or {}
-        lease_until = time.time() + self.lease
-        await self.store.run_start(rid, REPLICA, lease_until, self.ttl, turn.dialect)
+        await self.store.run_renew(rid, REPLICA, time.time() + self.lease)
         await self.store.log_append(rid, entries)
         await self.store.put(StoredResponse(queued, turn.input_items, tenant=turn.tenant))
-        self.tenants[rid] = turn.tenant
         self.tasks[rid] = asyncio.create_task(self._run(turn, len(entries)))
         return queued
 
@@ -136,10 +150,10 @@ class Runs:
                 final = final_response(frames)
                 if final is not None:
                     # the record first, whole: a poll that reads the terminal status, and a
-                    # continuation that loads it, then find its output; and it no longer
-                    # counts against its key
-                    self.tenants.pop(rid, None)
+                    # continuation that loads it, then find its output; and the key may
+                    # start its next run
                     turn.response = final
+                    await self.store.run_release(rid)
                     await keep(self.store, turn)
                 if entries:
                     await self.store.log_append(rid, entries)
@@ -155,17 +169,19 @@ class Runs:
         finally:
             renewing.cancel()
             self.tasks.pop(rid, None)
-            self.tenants.pop(rid, None)
 
     async def _cancelled(self, turn: Turn) -> None:
-        """Store what ``turn`` made so far, cancelled, and end its run."""
+        """End ``turn``'s run cancelled: ``response.failed`` logged after what it made,
+        carrying the Response cancelled, and its record cancelled."""
         rid = turn.response_id
         if turn.response is not None:  # it ended (and was kept) as the cancel came
             await self.store.run_end(rid)
             return
-        snapshot = fold(await self.store.log_read(rid), turn.dialect) or {}
         if await self.store.run_end(rid):
-            turn.response = {**snapshot, "status": "cancelled"}
+            entries = await self.store.log_read(rid)
+            response = cancelled(fold(entries, turn.dialect) or {})
+            await self._log_ending(rid, turn.dialect, entries, response)
+            turn.response = response
             await keep(self.store, turn)
 
     async def _failed(self, turn: Turn, message: str) -> None:
@@ -182,12 +198,22 @@ class Runs:
         """Log ``error`` and ``response.failed`` after what the run made; the failed
         Response."""
         entries = await self.store.log_read(rid)
-        snapshot = fold(entries, dialect) or {}
+        response = lost(fold(entries, dialect) or {}, message)
+        await self._log_ending(rid, dialect, entries, response, ("replica_lost", message))
+        return response
+
+    async def _log_ending(
+        self,
+        rid: str,
+        dialect: str,
+        entries: list[LogEntry],
+        response: dict[str, Any],
+        error: tuple[str, str] | None = None,
+    ) -> None:
+        """Log the events that end the run after its logged ``entries``."""
         seq = entries[-1][0] + 1 if entries else 0
-        await self.store.log_append(
-            rid, log_entries(failed_frames(snapshot, dialect, seq, message))
-        )
-        return lost(snapshot, message)
+        frames = ending_frames(dialect, seq, response, error)
+        await self.store.log_append(rid, log_entries(frames))
 
     async def _renew(self, rid: str) -> None:
         """Hold the lease while the run goes on; a cancel asked elsewhere stops it."""

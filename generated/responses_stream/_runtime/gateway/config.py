@@ -35,7 +35,8 @@ class GatewayConfig:
     ``heartbeat``: seconds of an upstream's silence after which a stream sends an SSE
     comment (0: never);
     ``background_ttl``: seconds a background response's event log is kept;
-    ``background_max``: background responses one key may have running on one replica;
+    ``background_max``: background responses one key may have running at once (counted
+    in the store, so over every replica);
     ``background_lease``: seconds a replica holds a background run between renewals; one
     it no longer renews (the replica died) fails that long after.
     """

@@ -38,7 +38,7 @@ from prometheus_client import (
 )
 
 from .store import Store, StoredResponse
-from .store.base import LogEntry, RunState
+from .store.base import LogEntry, RunClaim, RunState
 
 MULTIPROCESS_ENV = "PROMETHEUS_MULTIPROC_DIR"
 CONTENT_TYPE = CONTENT_TYPE_LATEST
@@ -193,17 +193,17 @@ class MeteredStore:
     async def delete(self, response_id: str) -> bool:
         return await self._timed("delete", self.inner.delete(response_id))
 
-    async def run_start(
-        self, response_id: str, owner: str, lease_until: float, ttl: int, dialect: str = "openai"
-    ) -> None:
-        work = self.inner.run_start(response_id, owner, lease_until, ttl, dialect)
-        await self._timed("run_start", work)
+    async def run_start(self, response_id: str, claim: RunClaim) -> bool:
+        return await self._timed("run_start", self.inner.run_start(response_id, claim))
 
     async def run_state(self, response_id: str) -> RunState | None:
         return await self._timed("run_state", self.inner.run_state(response_id))
 
     async def run_renew(self, response_id: str, owner: str, lease_until: float) -> RunState | None:
         return await self._timed("run_renew", self.inner.run_renew(response_id, owner, lease_until))
+
+    async def run_release(self, response_id: str) -> None:
+        await self._timed("run_release", self.inner.run_release(response_id))
 
     async def run_cancel(self, response_id: str) -> RunState | None:
         return await self._timed("run_cancel", self.inner.run_cancel(response_id))

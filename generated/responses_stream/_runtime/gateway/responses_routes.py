@@ -35,9 +35,14 @@ async def create(gw: Gateway, request: Request, dialect: str) -> Response:
                     "a background response must be stored: set 'store' to true", "store"
                 )
             turn.echo["background"] = True  # created queued, as OpenAI starts one
-            gw.runs.admit(turn.tenant)
+            await gw.runs.admit(turn)
         first_event = not (streaming or background)
-        await turn.start(route.client, caller.upstream_authorization, first_event=first_event)
+        try:
+            await turn.start(route.client, caller.upstream_authorization, first_event=first_event)
+        except BaseException:
+            if background:
+                await gw.runs.withdraw(turn)
+            raise
         if background:
             queued = await gw.runs.start(turn, turn.opening)
     except GatewayError as exc:
@@ -129,7 +134,11 @@ async def retrieve(gw: Gateway, request: Request) -> Response:
         query = request.query_params
         if query.get("stream") in ("true", "True", "1"):
             if record.response.get("background") is not True:
-                raise bad_request("only a background response can be streamed again", "stream")
+                raise bad_request(
+                    "This response cannot be streamed because it was not created with "
+                    "background=true.",
+                    "stream",
+                )
             after = _starting_after(query.get("starting_after"))
             frames = gw.runs.follow(record.id, after)
             return event_stream(frames, _nothing, {}, gw.config.heartbeat)
@@ -139,16 +148,29 @@ async def retrieve(gw: Gateway, request: Request) -> Response:
     return JSONResponse(response)
 
 
+# What cancelling a response that ended is answered, as OpenAI's API answers it
+CANNOT_CANCEL = {
+    "completed": "Cannot cancel a completed response.",
+    "failed": "Cannot cancel a failed response.",
+    "incomplete": "Cannot cancel an incomplete response.",
+}
+
+
 async def cancel(gw: Gateway, request: Request) -> Response:
-    """Stop a background response that is queued or running (from any replica); one that
-    ended is answered as it ended."""
+    """Stop a background response that is queued or running (from any replica): it ends
+    ``cancelled``, with no output; cancelling it again answers the same.  One that ended
+    otherwise, or one that was not made in the background, is a 400."""
     try:
         record = await _record(gw, request)
         if record.response.get("background") is not True:
-            raise bad_request("only a response created with background=true can be cancelled", None)
-        await gw.runs.cancel(record.id)
-        record = await _record(gw, request)
+            raise bad_request("Cannot cancel a synchronous response.", "response_id")
         response = await gw.runs.current(record)
+        if response.get("status") not in CANNOT_CANCEL and response.get("status") != "cancelled":
+            await gw.runs.cancel(record.id)
+            response = await gw.runs.current(await _record(gw, request))
+        refusal = CANNOT_CANCEL.get(str(response.get("status")))
+        if refusal is not None:  # it ended before the cancel reached it
+            raise bad_request(refusal, "response_id")
     except GatewayError as exc:
         return error_response(exc)
     return JSONResponse(response)
@@ -169,7 +191,9 @@ def _starting_after(value: str | None) -> int:
 async def delete(gw: Gateway, request: Request) -> Response:
     response_id = request.path_params["response_id"]
     try:
-        await _record(gw, request)
+        record = await _record(gw, request)
+        if (await gw.runs.current(record)).get("status") in ("queued", "in_progress"):
+            raise bad_request("Cannot delete an in-flight response.", "response_id")
         if not await gw.store.delete(response_id):
             raise _not_found(response_id)
     except GatewayError as exc:

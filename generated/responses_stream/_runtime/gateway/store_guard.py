@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 
 from .errors import GatewayError
 from .store import Store, StoredResponse, StoreUnavailable
-from .store.base import LogEntry, RunState
+from .store.base import LogEntry, RunClaim, RunState
 
 T = TypeVar("T")
 log = logging.getLogger("responses_stream.gateway")
@@ -77,12 +77,8 @@ class GuardedStore:
     async def delete(self, response_id: str) -> bool:
         return await self._call("write", lambda: self.inner.delete(response_id))
 
-    async def run_start(
-        self, response_id: str, owner: str, lease_until: float, ttl: int, dialect: str = "openai"
-    ) -> None:
-        await self._call(
-            "write", lambda: self.inner.run_start(response_id, owner, lease_until, ttl, dialect)
-        )
+    async def run_start(self, response_id: str, claim: RunClaim) -> bool:
+        return await self._call("write", lambda: self.inner.run_start(response_id, claim))
 
     async def run_state(self, response_id: str) -> RunState | None:
         return await self._call("read", lambda: self.inner.run_state(response_id))
@@ -91,6 +87,9 @@ class GuardedStore:
         return await self._call(
             "write", lambda: self.inner.run_renew(response_id, owner, lease_until)
         )
+
+    async def run_release(self, response_id: str) -> None:
+        return await self._call("write", lambda: self.inner.run_release(response_id))
 
     async def run_cancel(self, response_id: str) -> RunState | None:
         return await self._call("write", lambda: self.inner.run_cancel(response_id))

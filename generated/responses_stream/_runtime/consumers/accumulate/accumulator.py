@@ -241,8 +241,9 @@ class ResponseAccumulator(_Folds):
                         f"{wire}: output items {still_open} were never closed; "
                         "the response's own output is taken"
                     )
-                if output is not None and new.get("status") != "failed":
-                    # a failed response may leave out what it had streamed
+                if output is not None and new.get("status") not in ("failed", "cancelled"):
+                    # a failed response may leave out what it had streamed, and a
+                    # cancelled one keeps nothing of it
                     self._check_terminal_output(wire, output)
                 if output is None:
                     new["output"] = copy.deepcopy(self._output)

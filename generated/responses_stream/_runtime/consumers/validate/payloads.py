@@ -185,6 +185,13 @@ class _PayloadChecks(_ItemChecks):
         response = payload.get("response")
         if not isinstance(response, Mapping):
             return
+        if name == "response.failed" and response.get("status") == "cancelled":
+            # a background response cancelled: its stream ends with response.failed, the
+            # Response cancelled and its output cleared, the open items cut where they were
+            # (as OpenAI's API ends one)
+            if response.get("output") not in ([], None):
+                self._add("OUTPUT_MISMATCH", "a cancelled response keeps no output")
+            return
         for item in self.items.values():
             if item.done is None:
                 self._add(

@@ -88,6 +88,20 @@ class RunState:
     dialect: str = "openai"  # the dialect its events are logged in
 
 
+@dataclass(frozen=True)
+class RunClaim:
+    """What a replica asks for as it starts a background run: that ``owner`` runs it for
+    ``tenant`` until ``lease_until``, its events logged in ``dialect``, its state and log
+    kept ``ttl`` seconds; with ``limit``, only while ``tenant`` has fewer runs going."""
+
+    owner: str
+    lease_until: float  # Unix time
+    ttl: int
+    dialect: str = "openai"
+    tenant: str | None = None
+    limit: int | None = None
+
+
 LogEntry = tuple[int, bytes]  # an event's sequence number, and its SSE frame
 
 
@@ -117,12 +131,11 @@ class Store(Protocol):
         """Release the backend (files, connections)."""
 
     # -- background runs: their state and their event log, both kept ``ttl`` seconds ------
-    async def run_start(
-        self, response_id: str, owner: str, lease_until: float, ttl: int, dialect: str = "openai"
-    ) -> None:
-        """Record that ``owner`` runs ``response_id`` until ``lease_until``, logging its
-        events in ``dialect``; its state and log are kept ``ttl`` seconds (runs older than
-        that are dropped)."""
+    async def run_start(self, response_id: str, claim: RunClaim) -> bool:
+        """Record the run of ``response_id`` as ``claim`` says (runs older than their ttl
+        are dropped).  False, and nothing recorded, when the claim's tenant already has
+        ``limit`` runs going (not ended, their lease held) on any replica: the check and
+        the start are one step, so racing replicas cannot pass the limit together."""
 
     async def run_state(self, response_id: str) -> RunState | None:
         """The run of ``response_id``, None when there is none (or no longer)."""
@@ -130,6 +143,10 @@ class Store(Protocol):
     async def run_renew(self, response_id: str, owner: str, lease_until: float) -> RunState | None:
         """Extend ``owner``'s lease (not once the run ended or another owns it); the state
         after, so that the runner learns of a cancel as it renews."""
+
+    async def run_release(self, response_id: str) -> None:
+        """The run no longer counts against its tenant's limit (its final Response is
+        kept: the client may start the next at once)."""
 
     async def run_cancel(self, response_id: str) -> RunState | None:
         """Ask for the run to be cancelled (nothing once it ended); the state after."""
@@ -212,6 +229,7 @@ class MemoryStore:
         self._runs: dict[str, RunState] = {}
         self._logs: dict[str, list[LogEntry]] = {}
         self._run_expiry: dict[str, float] = {}
+        self._run_tenants: dict[str, str] = {}
 
     async def put(self, record: StoredResponse) -> None:
         self._records[record.id] = encode_record(record)
@@ -240,17 +258,27 @@ class MemoryStore:
                 del self._items[key]
         return True
 
-    async def run_start(
-        self, response_id: str, owner: str, lease_until: float, ttl: int, dialect: str = "openai"
-    ) -> None:
+    async def run_start(self, response_id: str, claim: RunClaim) -> bool:
         now = time.time()
         for gone in [k for k, expires in self._run_expiry.items() if expires < now]:
             self._runs.pop(gone, None)
             self._logs.pop(gone, None)
+            self._run_tenants.pop(gone, None)
             del self._run_expiry[gone]
-        self._runs[response_id] = RunState(owner, lease_until, dialect=dialect)
+        tenant = claim.tenant or ""
+        if claim.limit is not None:
+            going = [
+                run
+                for rid, run in self._runs.items()
+                if self._run_tenants.get(rid) == tenant and not run.ended and run.lease_until >= now
+            ]
+            if len(going) >= claim.limit:
+                return False
+        self._runs[response_id] = RunState(claim.owner, claim.lease_until, dialect=claim.dialect)
+        self._run_tenants[response_id] = tenant
         self._logs[response_id] = []
-        self._run_expiry[response_id] = now + ttl
+        self._run_expiry[response_id] = now + claim.ttl
+        return True
 
     async def run_state(self, response_id: str) -> RunState | None:
         return self._runs.get(response_id) if self._live(response_id) else None
@@ -263,6 +291,9 @@ class MemoryStore:
         if run is not None and run.owner == owner and not run.ended:
             run = self._runs[response_id] = replace(run, lease_until=lease_until)
         return run
+
+    async def run_release(self, response_id: str) -> None:
+        self._run_tenants.pop(response_id, None)
 
     async def run_cancel(self, response_id: str) -> RunState | None:
         run = self._runs.get(response_id)

@@ -10,6 +10,7 @@ as Redis acknowledged it.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -18,6 +19,7 @@ from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit, urlunsp
 from ...core.errors import BadValue
 from .base import (
     LogEntry,
+    RunClaim,
     RunState,
     StoredResponse,
     StoreUnavailable,
@@ -136,6 +138,32 @@ def _client(url: str) -> Redis:
 # Background runs: a hash at ``run:ID`` (owner, lease_until, cancel, ended) and a stream at
 # ``log:ID`` whose entry ids are ``0-(sequence number + 1)``, so a range read resumes after
 # any number.  Each change is one script, so that replicas racing on a run cannot interleave.
+_START = """
+local live = 0
+if ARGV[6] ~= '' then
+  for _, rid in ipairs(redis.call('SMEMBERS', KEYS[3])) do
+    local run = redis.call('HMGET', ARGV[7] .. rid, 'ended', 'lease_until')
+    if run[1] == '0' and tonumber(run[2]) >= tonumber(ARGV[5]) then
+      live = live + 1
+    else
+      redis.call('SREM', KEYS[3], rid)
+    end
+  end
+  if live >= tonumber(ARGV[6]) then return 0 end
+end
+redis.call('DEL', KEYS[2])
+redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'lease_until', ARGV[2], 'cancel', '0',
+  'ended', '0', 'dialect', ARGV[4], 'running', KEYS[3])
+redis.call('EXPIRE', KEYS[1], ARGV[3])
+redis.call('SADD', KEYS[3], ARGV[8])
+redis.call('EXPIRE', KEYS[3], ARGV[3])
+return 1
+"""
+_RELEASE = """
+local running = redis.call('HGET', KEYS[1], 'running')
+if running then redis.call('SREM', running, ARGV[1]) end
+return 0
+"""
 _RENEW = """
 local run = KEYS[1]
 if redis.call('HGET', run, 'owner') == ARGV[1] and redis.call('HGET', run, 'ended') == '0' then
@@ -274,17 +302,16 @@ class RedisStore:
     def _log_key(self, response_id: str) -> str:
         return f"{self.prefix}log:{response_id}"
 
-    async def run_start(
-        self, response_id: str, owner: str, lease_until: float, ttl: int, dialect: str = "openai"
-    ) -> None:
-        run, log = self._run_key(response_id), self._log_key(response_id)
-        pipe = self._redis.pipeline(transaction=True)
-        pipe.delete(log)
-        fields: dict[Any, Any] = {"owner": owner, "lease_until": repr(lease_until)}
-        fields.update(cancel="0", ended="0", dialect=dialect)
-        pipe.hset(run, mapping=fields)
-        pipe.expire(run, ttl)
-        await self._call(f"start the run of {response_id!r}", pipe.execute())
+    async def run_start(self, response_id: str, claim: RunClaim) -> bool:
+        # the tenant's runs: a set of response ids, those that ended or lapsed dropped as
+        # the limit is counted (tenants are opaque digests, safe in a key)
+        going = f"{self.prefix}running:{claim.tenant or ''}"
+        keys = [self._run_key(response_id), self._log_key(response_id), going]
+        args: list[Any] = [claim.owner, repr(claim.lease_until), claim.ttl, claim.dialect]
+        args += [repr(time.time()), "" if claim.limit is None else claim.limit]
+        args += [self._run_key(""), response_id]
+        started = await self._script(f"start the run of {response_id!r}", _START, keys, args)
+        return bool(started)
 
     async def run_state(self, response_id: str) -> RunState | None:
         fields: Any = await self._call(
@@ -302,6 +329,10 @@ class RedisStore:
     async def run_renew(self, response_id: str, owner: str, lease_until: float) -> RunState | None:
         keys, args = [self._run_key(response_id)], [owner, repr(lease_until)]
         return _run_state(await self._script(f"renew {response_id!r}", _RENEW, keys, args))
+
+    async def run_release(self, response_id: str) -> None:
+        keys, args = [self._run_key(response_id)], [response_id]
+        await self._script(f"release the run of {response_id!r}", _RELEASE, keys, args)
 
     async def run_cancel(self, response_id: str) -> RunState | None:
         keys = [self._run_key(response_id)]

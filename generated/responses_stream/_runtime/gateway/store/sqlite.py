@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 from ...core.errors import BadValue
 from .base import (
     LogEntry,
+    RunClaim,
     RunState,
     StoredResponse,
     StoreUnavailable,
@@ -40,7 +41,8 @@ SCHEMA = (
     # background runs: who runs each and until when, a cancel asked, the end; and its events
     "CREATE TABLE IF NOT EXISTS runs (id TEXT PRIMARY KEY, owner TEXT NOT NULL, "
     "lease_until REAL NOT NULL, cancel INTEGER NOT NULL DEFAULT 0, "
-    "ended INTEGER NOT NULL DEFAULT 0, expires REAL NOT NULL, dialect TEXT NOT NULL)",
+    "ended INTEGER NOT NULL DEFAULT 0, expires REAL NOT NULL, dialect TEXT NOT NULL, "
+    "tenant TEXT)",  # NULL once released: it no longer counts against its tenant's limit
     "CREATE TABLE IF NOT EXISTS run_log (id TEXT NOT NULL, seq INTEGER NOT NULL, "
     "frame BLOB NOT NULL, PRIMARY KEY (id, seq))",
 )
@@ -168,24 +170,39 @@ class SQLiteStore:
 
         return await self._run(remove) > 0
 
-    async def run_start(
-        self, response_id: str, owner: str, lease_until: float, ttl: int, dialect: str = "openai"
-    ) -> None:
+    async def run_start(self, response_id: str, claim: RunClaim) -> bool:
         now = time.time()
 
-        def start(db: sqlite3.Connection) -> None:
-            with _transaction(db):
+        def start(db: sqlite3.Connection) -> bool:
+            with _transaction(db):  # BEGIN IMMEDIATE: one writer counts and starts at a time
                 gone = "SELECT id FROM runs WHERE expires < ?"
                 old = [(row[0],) for row in db.execute(gone, (now,)).fetchall()]
-                db.executemany("DELETE FROM run_log WHERE id = ?", old + [(response_id,)])
+                db.executemany("DELETE FROM run_log WHERE id = ?", old)
                 db.execute("DELETE FROM runs WHERE expires < ?", (now,))
+                if claim.limit is not None:
+                    going = db.execute(
+                        "SELECT COUNT(*) FROM runs "
+                        "WHERE tenant = ? AND ended = 0 AND lease_until >= ?",
+                        (claim.tenant or "", now),
+                    ).fetchone()[0]
+                    if going >= claim.limit:
+                        return False
+                db.execute("DELETE FROM run_log WHERE id = ?", (response_id,))
                 db.execute(
-                    "INSERT OR REPLACE INTO runs (id, owner, lease_until, expires, dialect) "
-                    "VALUES (?, ?, ?, ?, ?)",
-                    (response_id, owner, lease_until, now + ttl, dialect),
+                    "INSERT OR REPLACE INTO runs "
+                    "(id, owner, lease_until, expires, dialect, tenant) VALUES (?, ?, ?, ?, ?, ?)",
+                    (
+                        response_id,
+                        claim.owner,
+                        claim.lease_until,
+                        now + claim.ttl,
+                        claim.dialect,
+                        claim.tenant or "",
+                    ),
                 )
+                return True
 
-        await self._run(start)
+        return await self._run(start)
 
     async def run_state(self, response_id: str) -> RunState | None:
         row = await self._run(lambda db: db.execute(RUN, (response_id, time.time())).fetchone())
@@ -201,6 +218,10 @@ class SQLiteStore:
                 return db.execute(RUN, (response_id, time.time())).fetchone()
 
         return _run_state(await self._run(renew))
+
+    async def run_release(self, response_id: str) -> None:
+        query = "UPDATE runs SET tenant = NULL WHERE id = ?"
+        await self._run(lambda db: db.execute(query, (response_id,)))
 
     async def run_cancel(self, response_id: str) -> RunState | None:
         def cancel(db: sqlite3.Connection) -> Any:
