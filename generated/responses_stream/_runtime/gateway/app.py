@@ -31,6 +31,7 @@ from starlette.routing import BaseRoute, Route, WebSocketRoute
 from starlette.websockets import WebSocket
 
 from ..version import __version__
+from . import conversations
 from .chat_route import chat_completions
 from .compact import compact
 from .errors import GatewayError
@@ -131,6 +132,29 @@ def _dialect_routes(gw: Gateway, prefix: str, dialect: str) -> list[BaseRoute]:
         ),
         Route(f"{prefix}/models", _bind(_models, gw), methods=["GET"]),
         Route(f"{prefix}/models/{{model:path}}", _bind(_models, gw), methods=["GET"]),
+        *_conversation_routes(gw, prefix),
+    ]
+
+
+def _conversation_routes(gw: Gateway, prefix: str) -> list[BaseRoute]:
+    at = f"{prefix}/conversations"
+    return [
+        Route(at, _bind(conversations.create, gw), methods=["POST"]),
+        Route(
+            f"{at}/{{conversation_id}}",
+            _bind(conversations.one, gw),
+            methods=["GET", "POST", "DELETE"],
+        ),
+        Route(
+            f"{at}/{{conversation_id}}/items",
+            _bind(conversations.items, gw),
+            methods=["GET", "POST"],
+        ),
+        Route(
+            f"{at}/{{conversation_id}}/items/{{item_id}}",
+            _bind(conversations.item, gw),
+            methods=["GET", "DELETE"],
+        ),
     ]
 
 

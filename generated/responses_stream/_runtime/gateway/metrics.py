@@ -37,7 +37,7 @@ from prometheus_client import (
     multiprocess,
 )
 
-from .store import Store, StoredResponse
+from .store import Store, StoredConversation, StoredResponse
 from .store.base import LogEntry, RunClaim, RunState
 
 MULTIPROCESS_ENV = "PROMETHEUS_MULTIPROC_DIR"
@@ -192,6 +192,33 @@ class MeteredStore:
 
     async def delete(self, response_id: str) -> bool:
         return await self._timed("delete", self.inner.delete(response_id))
+
+    async def conversation_put(self, conversation: StoredConversation) -> None:
+        return await self._timed("conversation_put", self.inner.conversation_put(conversation))
+
+    async def conversation_get(self, conversation_id: str) -> StoredConversation | None:
+        return await self._timed("conversation_get", self.inner.conversation_get(conversation_id))
+
+    async def conversation_delete(self, conversation_id: str) -> bool:
+        return await self._timed(
+            "conversation_delete", self.inner.conversation_delete(conversation_id)
+        )
+
+    async def conversation_append(self, conversation_id: str, items: list[dict[str, Any]]) -> None:
+        return await self._timed(
+            "conversation_append", self.inner.conversation_append(conversation_id, items)
+        )
+
+    async def conversation_items(self, conversation_id: str) -> list[dict[str, Any]]:
+        return await self._timed(
+            "conversation_items", self.inner.conversation_items(conversation_id)
+        )
+
+    async def conversation_item_delete(self, conversation_id: str, item_id: str) -> bool:
+        return await self._timed(
+            "conversation_item_delete",
+            self.inner.conversation_item_delete(conversation_id, item_id),
+        )
 
     async def run_start(self, response_id: str, claim: RunClaim) -> bool:
         return await self._timed("run_start", self.inner.run_start(response_id, claim))

@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from .errors import GatewayError
-from .store import Store, StoredResponse, StoreUnavailable
+from .store import Store, StoredConversation, StoredResponse, StoreUnavailable
 from .store.base import LogEntry, RunClaim, RunState
 
 T = TypeVar("T")
@@ -76,6 +76,28 @@ class GuardedStore:
 
     async def delete(self, response_id: str) -> bool:
         return await self._call("write", lambda: self.inner.delete(response_id))
+
+    async def conversation_put(self, conversation: StoredConversation) -> None:
+        return await self._call("write", lambda: self.inner.conversation_put(conversation))
+
+    async def conversation_get(self, conversation_id: str) -> StoredConversation | None:
+        return await self._call("read", lambda: self.inner.conversation_get(conversation_id))
+
+    async def conversation_delete(self, conversation_id: str) -> bool:
+        return await self._call("write", lambda: self.inner.conversation_delete(conversation_id))
+
+    async def conversation_append(self, conversation_id: str, items: list[dict[str, Any]]) -> None:
+        return await self._call(
+            "write", lambda: self.inner.conversation_append(conversation_id, items)
+        )
+
+    async def conversation_items(self, conversation_id: str) -> list[dict[str, Any]]:
+        return await self._call("read", lambda: self.inner.conversation_items(conversation_id))
+
+    async def conversation_item_delete(self, conversation_id: str, item_id: str) -> bool:
+        return await self._call(
+            "write", lambda: self.inner.conversation_item_delete(conversation_id, item_id)
+        )
 
     async def run_start(self, response_id: str, claim: RunClaim) -> bool:
         return await self._call("write", lambda: self.inner.run_start(response_id, claim))

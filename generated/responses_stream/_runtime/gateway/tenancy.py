@@ -27,7 +27,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from ..core.errors import BadValue
 from .errors import GatewayError
 from .http import route_path
-from .store import StoredResponse
+from .store import StoredConversation, StoredResponse
 
 ANONYMOUS = "anonymous"
 LEGACY_POLICIES = ("hidden", "shared")
@@ -72,7 +72,7 @@ class Tenancy:
             return ANONYMOUS
         return self._digest("credential", authorization.strip())
 
-    def sees(self, record: StoredResponse | None, tenant: str) -> bool:
+    def sees(self, record: StoredResponse | StoredConversation | None, tenant: str) -> bool:
         """Whether ``tenant`` may see ``record`` (a missing record: no)."""
         if record is None:
             return False
@@ -107,7 +107,7 @@ class Caller:
     def __repr__(self) -> str:
         return f"Caller(tenant={self.tenant[:8]!r}...)"
 
-    def sees(self, record: StoredResponse | None) -> bool:
+    def sees(self, record: StoredResponse | StoredConversation | None) -> bool:
         return self.tenancy.sees(record, self.tenant)
 
     @property

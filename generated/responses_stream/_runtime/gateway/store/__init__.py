@@ -11,7 +11,8 @@ the ``/v1/responses/{id}`` routes read and write.
   ``responses-stream:``) and ``?ttl=SECONDS`` an expiry;
 * ``memory:``: a dict in this process, lost when it ends (tests, ``store: false`` only use).
 
-The records and the interface are in :mod:`.base`; its names are exported here too.
+The records and the interface are in :mod:`.base` (a conversation's in :mod:`.conversation`),
+the in-memory backend in :mod:`.memory`; their names are exported here too.
 """
 
 from __future__ import annotations
@@ -21,8 +22,8 @@ from pathlib import Path
 from ...core.errors import BadValue
 from .base import (
     RECORD_FORMAT,
-    MemoryStore,
     Store,
+    StoredConversation,
     StoredResponse,
     StoreError,
     StoreUnavailable,
@@ -30,6 +31,7 @@ from .base import (
     encode_record,
     hide_password,
 )
+from .memory import MemoryStore
 
 __all__ = [
     "RECORD_FORMAT",
@@ -37,6 +39,7 @@ __all__ = [
     "Store",
     "StoreError",
     "StoreUnavailable",
+    "StoredConversation",
     "StoredResponse",
     "decode_record",
     "encode_record",

@@ -1,5 +1,4 @@
-"""Stored responses: the record, the :class:`Store` interface every backend has,
-and the in-memory backend.
+"""Stored responses: the record and the :class:`Store` interface every backend has.
 
 A record is JSON: ``{"format": 2, "tenant": ..., "response": {...}, "input_items": [...]}``;
 ``format`` lets a later version read and migrate what an earlier one wrote (a format-1
@@ -15,8 +14,7 @@ from __future__ import annotations
 
 import json
 import secrets
-import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Protocol
 from urllib.parse import urlsplit, urlunsplit
 
@@ -73,6 +71,27 @@ class StoredResponse:
             if isinstance(item, dict) and item.get("id") == item_id:
                 return item
         return None
+
+
+@dataclass(frozen=True)
+class StoredConversation:
+    """A conversation (``/v1/conversations``): its id, when it was made, its metadata and
+    whose it is; its items are kept apart, in the order they were added (see
+    :class:`Store`)."""
+
+    id: str
+    created_at: int
+    metadata: dict[str, str]
+    tenant: str | None = None
+
+    def resource(self) -> dict[str, Any]:
+        """The conversation as the API answers it."""
+        return {
+            "id": self.id,
+            "object": "conversation",
+            "created_at": self.created_at,
+            "metadata": self.metadata,
+        }
 
 
 @dataclass(frozen=True)
@@ -161,6 +180,26 @@ class Store(Protocol):
     async def log_read(self, response_id: str, after: int = -1) -> list[LogEntry]:
         """The logged events numbered above ``after``, in order."""
 
+    # -- conversations: each its own fields and its items, in the order they were added ----
+    async def conversation_put(self, conversation: StoredConversation) -> None:
+        """Insert ``conversation``, or replace its fields (its items stay)."""
+
+    async def conversation_get(self, conversation_id: str) -> StoredConversation | None:
+        """The conversation ``conversation_id``, None when there is none."""
+
+    async def conversation_delete(self, conversation_id: str) -> bool:
+        """Remove the conversation and its items; True when it existed."""
+
+    async def conversation_append(self, conversation_id: str, items: list[dict[str, Any]]) -> None:
+        """Add ``items`` after the conversation's, in order, in one step: appends made at
+        once by two responses both land, each whole."""
+
+    async def conversation_items(self, conversation_id: str) -> list[dict[str, Any]]:
+        """The conversation's items, in the order they were added."""
+
+    async def conversation_item_delete(self, conversation_id: str, item_id: str) -> bool:
+        """Remove the item ``item_id`` from the conversation; True when it was there."""
+
 
 def encode_record(record: StoredResponse) -> bytes:
     """``record`` as JSON bytes (ASCII-escaped when it holds lone surrogates)."""
@@ -170,21 +209,31 @@ def encode_record(record: StoredResponse) -> bytes:
         "response": record.response,
         "input_items": record.input_items,
     }
+    return encode_json(body)
+
+
+def encode_json(value: Any) -> bytes:
+    """``value`` as JSON bytes (ASCII-escaped when it holds lone surrogates)."""
     try:
-        return msgspec.json.encode(body)
+        return msgspec.json.encode(value)
     except (UnicodeEncodeError, msgspec.EncodeError):
-        return json.dumps(body, ensure_ascii=True).encode("ascii")
+        return json.dumps(value, ensure_ascii=True).encode("ascii")
+
+
+def decode_json(data: bytes, what: str) -> Any:
+    """What :func:`encode_json` wrote; StoreError naming ``what`` when it is not JSON."""
+    try:
+        return msgspec.json.decode(data)
+    except msgspec.DecodeError:
+        try:
+            return json.loads(data)
+        except ValueError:
+            raise StoreError(f"the stored {what} is not JSON") from None
 
 
 def decode_record(data: bytes, response_id: str) -> StoredResponse:
     """The record ``encode_record`` wrote; StoreError when ``data`` is not one."""
-    try:
-        body = msgspec.json.decode(data)
-    except msgspec.DecodeError:
-        try:
-            body = json.loads(data)
-        except ValueError:
-            raise StoreError(f"the stored record of {response_id!r} is not JSON") from None
+    body = decode_json(data, f"record of {response_id!r}")
     if not isinstance(body, dict) or body.get("format") not in READ_FORMATS:
         found = body.get("format") if isinstance(body, dict) else None
         raise StoreError(f"the stored record of {response_id!r} has unknown format {found!r}")
@@ -215,108 +264,3 @@ def hide_password(url: str) -> str:
     host = parts.netloc.rpartition("@")[2]
     netloc = f"{parts.username or ''}:***@{host}"
     return urlunsplit(parts._replace(netloc=netloc))
-
-
-class MemoryStore:
-    """Records in a dict of this process: lost when it ends (tests, ``store: false`` only)."""
-
-    url = "memory:"
-
-    def __init__(self) -> None:
-        self._records: dict[str, bytes] = {}  # encoded, so callers cannot mutate them
-        self._items: dict[tuple[str, str], str] = {}  # (tenant, item id) -> response id
-        self._secret = new_secret()
-        self._runs: dict[str, RunState] = {}
-        self._logs: dict[str, list[LogEntry]] = {}
-        self._run_expiry: dict[str, float] = {}
-        self._run_tenants: dict[str, str] = {}
-
-    async def put(self, record: StoredResponse) -> None:
-        self._records[record.id] = encode_record(record)
-        for item_id in record.item_ids():
-            self._items[record.tenant or "", item_id] = record.id
-
-    async def get(self, response_id: str) -> StoredResponse | None:
-        data = self._records.get(response_id)
-        return None if data is None else decode_record(data, response_id)
-
-    async def find_item(self, item_id: str, tenant: str | None = None) -> StoredResponse | None:
-        response_id = self._items.get((tenant or "", item_id))
-        return None if response_id is None else await self.get(response_id)
-
-    async def tenant_secret(self) -> bytes:
-        return self._secret
-
-    async def delete(self, response_id: str) -> bool:
-        data = self._records.pop(response_id, None)
-        if data is None:
-            return False
-        record = decode_record(data, response_id)
-        for item_id in record.item_ids():
-            key = (record.tenant or "", item_id)
-            if self._items.get(key) == response_id:
-                del self._items[key]
-        return True
-
-    async def run_start(self, response_id: str, claim: RunClaim) -> bool:
-        now = time.time()
-        for gone in [k for k, expires in self._run_expiry.items() if expires < now]:
-            self._runs.pop(gone, None)
-            self._logs.pop(gone, None)
-            self._run_tenants.pop(gone, None)
-            del self._run_expiry[gone]
-        tenant = claim.tenant or ""
-        if claim.limit is not None:
-            going = [
-                run
-                for rid, run in self._runs.items()
-                if self._run_tenants.get(rid) == tenant and not run.ended and run.lease_until >= now
-            ]
-            if len(going) >= claim.limit:
-                return False
-        self._runs[response_id] = RunState(claim.owner, claim.lease_until, dialect=claim.dialect)
-        self._run_tenants[response_id] = tenant
-        self._logs[response_id] = []
-        self._run_expiry[response_id] = now + claim.ttl
-        return True
-
-    async def run_state(self, response_id: str) -> RunState | None:
-        return self._runs.get(response_id) if self._live(response_id) else None
-
-    def _live(self, response_id: str) -> bool:
-        return self._run_expiry.get(response_id, 0.0) >= time.time()
-
-    async def run_renew(self, response_id: str, owner: str, lease_until: float) -> RunState | None:
-        run = self._runs.get(response_id)
-        if run is not None and run.owner == owner and not run.ended:
-            run = self._runs[response_id] = replace(run, lease_until=lease_until)
-        return run
-
-    async def run_release(self, response_id: str) -> None:
-        self._run_tenants.pop(response_id, None)
-
-    async def run_cancel(self, response_id: str) -> RunState | None:
-        run = self._runs.get(response_id)
-        if run is not None and not run.ended:
-            run = self._runs[response_id] = replace(run, cancel=True)
-        return run
-
-    async def run_end(self, response_id: str, expired_before: float | None = None) -> bool:
-        run = self._runs.get(response_id)
-        if run is None or run.ended:
-            return False
-        if expired_before is not None and run.lease_until >= expired_before:
-            return False
-        self._runs[response_id] = replace(run, ended=True)
-        return True
-
-    async def log_append(self, response_id: str, entries: list[LogEntry]) -> None:
-        self._logs.setdefault(response_id, []).extend(entries)
-
-    async def log_read(self, response_id: str, after: int = -1) -> list[LogEntry]:
-        if not self._live(response_id):
-            return []
-        return [e for e in self._logs.get(response_id, []) if e[0] > after]
-
-    async def close(self) -> None:
-        """Nothing to release; the records stay until the process ends."""

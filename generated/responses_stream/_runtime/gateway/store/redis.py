@@ -21,12 +21,19 @@ from .base import (
     LogEntry,
     RunClaim,
     RunState,
+    StoredConversation,
     StoredResponse,
     StoreUnavailable,
     decode_record,
+    encode_json,
     encode_record,
     hide_password,
     new_secret,
+)
+from .conversation import (
+    decode_conversation,
+    decode_item,
+    encode_conversation,
 )
 
 if TYPE_CHECKING:
@@ -355,6 +362,60 @@ class RedisStore:
             self._redis.xrange(self._log_key(response_id), min=start, max="+"),
         )
         return [(int(bytes(i).split(b"-")[1]) - 1, bytes(f[b"f"])) for i, f in found]
+
+    def _conversation_key(self, conversation_id: str) -> str:
+        return f"{self.prefix}conv:{conversation_id}"
+
+    def _conversation_items_key(self, conversation_id: str) -> str:
+        return f"{self.prefix}conv-items:{conversation_id}"
+
+    async def conversation_put(self, conversation: StoredConversation) -> None:
+        key, data = self._conversation_key(conversation.id), encode_conversation(conversation)
+        await self._call(f"keep {conversation.id!r}", self._redis.set(key, data, ex=self.ttl))
+
+    async def conversation_get(self, conversation_id: str) -> StoredConversation | None:
+        data: Any = await self._call(
+            f"read {conversation_id!r}", self._redis.get(self._conversation_key(conversation_id))
+        )
+        return None if data is None else decode_conversation(bytes(data), conversation_id)
+
+    async def conversation_delete(self, conversation_id: str) -> bool:
+        key = self._conversation_key(conversation_id)
+        pipe = self._redis.pipeline(transaction=True)
+        pipe.delete(key)
+        pipe.delete(self._conversation_items_key(conversation_id))
+        counts: Any = await self._call(f"delete {conversation_id!r}", pipe.execute())
+        return int(counts[0]) > 0
+
+    async def conversation_append(self, conversation_id: str, items: list[dict[str, Any]]) -> None:
+        if not items:
+            return
+        key = self._conversation_items_key(conversation_id)
+        pipe = self._redis.pipeline(transaction=True)
+        pipe.rpush(key, *(encode_json(item) for item in items))  # one command: atomic
+        if self.ttl:
+            pipe.expire(key, self.ttl)
+        await self._call(f"add items to {conversation_id!r}", pipe.execute())
+
+    async def conversation_items(self, conversation_id: str) -> list[dict[str, Any]]:
+        kept: Any = await self._call(
+            f"read the items of {conversation_id!r}",
+            self._redis.lrange(self._conversation_items_key(conversation_id), 0, -1),
+        )
+        return [decode_item(bytes(data), conversation_id) for data in kept]
+
+    async def conversation_item_delete(self, conversation_id: str, item_id: str) -> bool:
+        key = self._conversation_items_key(conversation_id)
+        kept: Any = await self._call(
+            f"read the items of {conversation_id!r}", self._redis.lrange(key, 0, -1)
+        )
+        for data in kept:
+            if decode_item(bytes(data), conversation_id).get("id") == item_id:
+                removed: Any = await self._call(
+                    f"delete item {item_id!r}", self._redis.lrem(key, 1, data)
+                )
+                return int(removed) > 0
+        return False
 
     async def close(self) -> None:
         await self._redis.aclose()

@@ -21,11 +21,18 @@ from .base import (
     LogEntry,
     RunClaim,
     RunState,
+    StoredConversation,
     StoredResponse,
     StoreUnavailable,
     decode_record,
+    encode_json,
     encode_record,
     new_secret,
+)
+from .conversation import (
+    decode_conversation,
+    decode_item,
+    encode_conversation,
 )
 
 T = TypeVar("T")
@@ -45,6 +52,12 @@ SCHEMA = (
     "tenant TEXT)",  # NULL once released: it no longer counts against its tenant's limit
     "CREATE TABLE IF NOT EXISTS run_log (id TEXT NOT NULL, seq INTEGER NOT NULL, "
     "frame BLOB NOT NULL, PRIMARY KEY (id, seq))",
+    # conversations, and their items in the order they were added (seq)
+    "CREATE TABLE IF NOT EXISTS conversations (id TEXT PRIMARY KEY, record BLOB NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS conversation_items (seq INTEGER PRIMARY KEY AUTOINCREMENT, "
+    "conversation_id TEXT NOT NULL, item_id TEXT, item BLOB NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS conversation_items_in_order "
+    "ON conversation_items (conversation_id, seq)",
 )
 RUN = "SELECT owner, lease_until, cancel, ended, dialect FROM runs WHERE id = ? AND expires >= ?"
 PUT = (
@@ -254,6 +267,50 @@ class SQLiteStore:
         args = (response_id, after, time.time())
         rows = await self._run(lambda db: db.execute(query, args).fetchall())
         return [(int(seq), bytes(frame)) for seq, frame in rows]
+
+    async def conversation_put(self, conversation: StoredConversation) -> None:
+        row = (conversation.id, encode_conversation(conversation))
+        query = "INSERT OR REPLACE INTO conversations (id, record) VALUES (?, ?)"
+        await self._run(lambda db: db.execute(query, row))
+
+    async def conversation_get(self, conversation_id: str) -> StoredConversation | None:
+        query = "SELECT record FROM conversations WHERE id = ?"
+        row = await self._run(lambda db: db.execute(query, (conversation_id,)).fetchone())
+        return None if row is None else decode_conversation(bytes(row[0]), conversation_id)
+
+    async def conversation_delete(self, conversation_id: str) -> bool:
+        def remove(db: sqlite3.Connection) -> int:
+            with _transaction(db):
+                query = "DELETE FROM conversation_items WHERE conversation_id = ?"
+                db.execute(query, (conversation_id,))
+                query = "DELETE FROM conversations WHERE id = ?"
+                count: int = db.execute(query, (conversation_id,)).rowcount
+                return count
+
+        return await self._run(remove) > 0
+
+    async def conversation_append(self, conversation_id: str, items: list[dict[str, Any]]) -> None:
+        rows = [(conversation_id, item.get("id"), encode_json(item)) for item in items]
+        insert = "INSERT INTO conversation_items (conversation_id, item_id, item) VALUES (?, ?, ?)"
+
+        def append(db: sqlite3.Connection) -> None:
+            with _transaction(db):
+                db.executemany(insert, rows)
+
+        await self._run(append)
+
+    async def conversation_items(self, conversation_id: str) -> list[dict[str, Any]]:
+        query = "SELECT item FROM conversation_items WHERE conversation_id = ? ORDER BY seq"
+        rows = await self._run(lambda db: db.execute(query, (conversation_id,)).fetchall())
+        return [decode_item(bytes(row[0]), conversation_id) for row in rows]
+
+    async def conversation_item_delete(self, conversation_id: str, item_id: str) -> bool:
+        query = (
+            "DELETE FROM conversation_items WHERE seq = (SELECT seq FROM conversation_items "
+            "WHERE conversation_id = ? AND item_id = ? ORDER BY seq LIMIT 1)"
+        )
+        args = (conversation_id, item_id)
+        return await self._run(lambda db: db.execute(query, args).rowcount) > 0
 
     async def close(self) -> None:
         await asyncio.to_thread(self._close)

@@ -1,0 +1,241 @@
+"""``/conversations``: conversations kept by the gateway, as OpenAI's API keeps them.
+
+A conversation is its id (``conv_...``), when it was made, its metadata and its items in
+the order they were added; a response created in it (``conversation`` on
+``POST /responses``) reads its items as context and adds its own input and output items
+when it ends.  Keys and tenancy are those of stored responses: another key's
+conversation is not found, on every route.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from .errors import GatewayError, bad_request, unknown_parameter
+from .http import error_response, read_json
+from .items import normalize_input, with_ids
+from .request_check import check_request
+from .state import Gateway
+from .store import Store, StoredConversation
+from .tenancy import Caller
+
+MAX_ADDED = 20  # items one create or add may carry, as OpenAI's API allows
+# the item types whose items OpenAI's API gives a status, and the one it says when none
+# was sent
+STATUS_KINDS = ("message", "function_call", "function_call_output", "custom_tool_call")
+
+
+def new_conversation_id() -> str:
+    return "conv_" + secrets.token_hex(24)
+
+
+def kept_items(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Input items as a conversation keeps them: each a whole item with its id, a message
+    with its content as parts, and the status an item of its type has."""
+    kept = []
+    for item in with_ids(normalize_input(items)):
+        if item.get("type") in STATUS_KINDS and not item.get("status"):
+            item["status"] = "completed"
+        kept.append(item)
+    return kept
+
+
+def not_found(conversation_id: str) -> GatewayError:
+    return GatewayError(
+        404,
+        f"Conversation with id '{conversation_id}' not found.",
+        code="not_found",
+        param="conversation_id",
+    )
+
+
+async def find(store: Store, conversation_id: str, caller: Caller) -> StoredConversation:
+    """The caller's conversation ``conversation_id``; another tenant's is not found."""
+    conversation = await store.conversation_get(conversation_id)
+    if conversation is None or not caller.sees(conversation):
+        raise not_found(conversation_id)
+    return conversation
+
+
+def _checked(body: Mapping[str, Any], allowed: tuple[str, ...]) -> None:
+    """``body``'s ``items`` and ``metadata`` checked as on ``POST /responses`` (the same
+    item models, and the keys it refuses), its other keys refused."""
+    for name in body:
+        if name not in allowed:
+            raise unknown_parameter(name)
+    items = body.get("items")
+    if items is not None and isinstance(items, list) and len(items) > MAX_ADDED:
+        raise GatewayError(
+            400,
+            f"Invalid 'items': array too long. Expected an array with maximum length "
+            f"{MAX_ADDED}, but got an array with length {len(items)} instead.",
+            code="array_above_max_length",
+            param="items",
+        )
+    probe: dict[str, Any] = {"model": "-"}
+    if items is not None:
+        probe["input"] = items
+    if body.get("metadata") is not None:
+        probe["metadata"] = body["metadata"]
+    try:
+        check_request(probe, "responses")
+    except GatewayError as exc:
+        raise _as_items(exc) from None
+
+
+def _as_items(exc: GatewayError) -> GatewayError:
+    """``exc`` about the probe's ``input``, said of ``items``."""
+    param = exc.param
+    if param is not None and param.startswith("input"):
+        param = "items" + param.removeprefix("input")
+    message = exc.message.replace("'input", "'items").replace(" input", " items")
+    return GatewayError(exc.status, message, code=exc.code, param=param)
+
+
+async def _caller(gw: Gateway, request: Request) -> Caller:
+    return await gw.caller(request.headers.get("authorization"))
+
+
+async def create(gw: Gateway, request: Request) -> Response:
+    """``POST /conversations``: a new conversation, with its first items and metadata."""
+    try:
+        body = await read_json(request, gw.config.max_body_bytes)
+        _checked(body, ("items", "metadata"))
+        caller = await _caller(gw, request)
+        metadata = body.get("metadata") or {}
+        conversation = StoredConversation(
+            new_conversation_id(), int(time.time()), metadata, tenant=caller.tenant
+        )
+        await gw.store.conversation_put(conversation)
+        items = kept_items(body.get("items") or [])
+        if items:
+            await gw.store.conversation_append(conversation.id, items)
+    except GatewayError as exc:
+        return error_response(exc)
+    return JSONResponse(conversation.resource())
+
+
+async def one(gw: Gateway, request: Request) -> Response:
+    """``GET``, ``POST`` (its metadata replaced) and ``DELETE /conversations/{id}``."""
+    conversation_id = request.path_params["conversation_id"]
+    try:
+        caller = await _caller(gw, request)
+        conversation = await find(gw.store, conversation_id, caller)
+        if request.method == "DELETE":
+            await gw.store.conversation_delete(conversation_id)
+            answer = {"id": conversation_id, "object": "conversation.deleted", "deleted": True}
+            return JSONResponse(answer)
+        if request.method == "POST":
+            body = await read_json(request, gw.config.max_body_bytes)
+            if "metadata" not in body:
+                raise _missing("metadata")
+            _checked(body, ("metadata",))
+            conversation = StoredConversation(
+                conversation.id,
+                conversation.created_at,
+                body["metadata"] or {},
+                tenant=conversation.tenant,
+            )
+            await gw.store.conversation_put(conversation)
+    except GatewayError as exc:
+        return error_response(exc)
+    return JSONResponse(conversation.resource())
+
+
+async def items(gw: Gateway, request: Request) -> Response:
+    """``GET /conversations/{id}/items`` (a page: ``limit``, ``order``, ``after``) and
+    ``POST`` (items added, answered as a list of them)."""
+    conversation_id = request.path_params["conversation_id"]
+    try:
+        caller = await _caller(gw, request)
+        await find(gw.store, conversation_id, caller)
+        if request.method == "POST":
+            body = await read_json(request, gw.config.max_body_bytes)
+            if not isinstance(body.get("items"), list):
+                raise _missing("items")
+            _checked(body, ("items",))
+            added = kept_items(body["items"])
+            await gw.store.conversation_append(conversation_id, added)
+            return JSONResponse(page(added, len(added)))
+        kept = await gw.store.conversation_items(conversation_id)
+        query = request.query_params
+        return JSONResponse(
+            listed(kept, query.get("limit"), query.get("order"), query.get("after"))
+        )
+    except GatewayError as exc:
+        return error_response(exc)
+
+
+def listed(
+    kept: list[dict[str, Any]], limit: str | None, order: str | None, after: str | None
+) -> dict[str, Any]:
+    """A page of ``kept``: ``limit`` items (1 to 100, 20 by default) in ``order`` (``desc``,
+    the newest first, by default, or ``asc``), those after the item ``after``."""
+    if limit is None:
+        most = 20
+    elif limit.isdigit() and 1 <= int(limit) <= 100:
+        most = int(limit)
+    else:
+        raise bad_request("'limit' must be an integer from 1 to 100", "limit")
+    if order not in (None, "asc", "desc"):
+        raise bad_request("'order' must be 'asc' or 'desc'", "order")
+    ordered = kept if order == "asc" else kept[::-1]
+    if after is not None:
+        ids = [item.get("id") for item in ordered]
+        if after not in ids:
+            raise bad_request(f"No item with id '{after}' in this conversation.", "after")
+        ordered = ordered[ids.index(after) + 1 :]
+    return page(ordered, most)
+
+
+def page(items: list[dict[str, Any]], most: int) -> dict[str, Any]:
+    """The list object of the first ``most`` of ``items``."""
+    shown = items[:most]
+    return {
+        "object": "list",
+        "data": shown,
+        "first_id": shown[0].get("id") if shown else None,
+        "last_id": shown[-1].get("id") if shown else None,
+        "has_more": len(items) > most,
+    }
+
+
+async def item(gw: Gateway, request: Request) -> Response:
+    """``GET /conversations/{id}/items/{item_id}`` (the item) and ``DELETE`` (the
+    conversation answered)."""
+    conversation_id = request.path_params["conversation_id"]
+    item_id = request.path_params["item_id"]
+    try:
+        caller = await _caller(gw, request)
+        conversation = await find(gw.store, conversation_id, caller)
+        if request.method == "DELETE":
+            if not await gw.store.conversation_item_delete(conversation_id, item_id):
+                raise _item_not_found(item_id)
+            return JSONResponse(conversation.resource())
+        for kept in await gw.store.conversation_items(conversation_id):
+            if kept.get("id") == item_id:
+                return JSONResponse(kept)
+        raise _item_not_found(item_id)
+    except GatewayError as exc:
+        return error_response(exc)
+
+
+def _item_not_found(item_id: str) -> GatewayError:
+    return GatewayError(
+        404, f"Item with id '{item_id}' not found.", code="not_found", param="item_id"
+    )
+
+
+def _missing(param: str) -> GatewayError:
+    return GatewayError(
+        400,
+        f"Missing required parameter: '{param}'.",
+        code="missing_required_parameter",
+        param=param,
+    )
