@@ -5,14 +5,19 @@ ways, another key's conversation not found anywhere, appends made at once."""
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import httpx
 import openai
 import pytest
-from gateway_support import gateway, upstream
+from faulty_upstream import FaultyUpstream, Record, Script, chat_events
+from gateway_support import gateway, upstream, ws_turn
+from http_support import serve
 from test_gateway_store import backend, durable_url, opened, redis_urls, run, store_url
+from websockets.sync.client import connect
 
 from responses_stream._runtime.gateway.store import Store, StoredConversation
 
@@ -178,3 +183,147 @@ def test_appends_made_at_once_all_land_whole(durable_url: str) -> None:
                 assert [i.rsplit("_", 1)[1] for i in ids[start : start + 3]] == ["0", "1", "2"]
 
     run(work())
+
+
+@pytest.fixture
+def scripted(store_url: str) -> Iterator[tuple[str, Record]]:
+    """The gateway on the store under test, in front of a model ``m`` that answers
+    "the answer"; the record of what it was sent."""
+    fake = FaultyUpstream()
+    record = fake.script("m", Script(pieces=chat_events(["the ", "answer"])))
+    with serve(fake) as base:  # type: ignore[arg-type]
+        with gateway(base + "/v1", store=store_url, api_keys=("gk-a", "gk-b")) as url:
+            yield url, record
+
+
+def texts(items: list[Any]) -> list[str]:
+    return [part.text for item in items for part in item.content]
+
+
+@pytest.mark.parametrize("dialect_base", ["/v1", "/openresponses/v1"])
+def test_responses_made_in_a_conversation_read_it_and_add_to_it(
+    scripted: tuple[str, Record], dialect_base: str
+) -> None:
+    url, record = scripted
+    sdk = openai.OpenAI(
+        base_url=url + dialect_base, api_key="gk-a", max_retries=0, _strict_response_validation=True
+    )
+    made = sdk.conversations.create(items=[said(0)])
+    first = sdk.responses.create(model="m", input="question 1", conversation=made.id)
+    assert first.conversation is not None and first.conversation.id == made.id
+    assert [m["content"] for m in record.bodies[-1]["messages"]] == ["message 0", "question 1"]
+    with sdk.responses.stream(
+        model="m", input="question 2", conversation={"id": made.id}
+    ) as stream:
+        streamed = stream.get_final_response()
+    assert streamed.conversation is not None and streamed.conversation.id == made.id
+    sent = record.bodies[-1]["messages"]
+    assert [m["role"] for m in sent] == ["user", "user", "assistant", "user"]
+    assert sent[2]["content"] == "the answer"
+    items = sdk.conversations.items.list(made.id, order="asc").data
+    assert texts(items) == [
+        "message 0",
+        "question 1",
+        "the answer",
+        "question 2",
+        "the answer",
+    ]
+    assert items[2].id == first.output[0].id and items[4].id == streamed.output[0].id
+    assert all(item.status == "completed" for item in items)  # type: ignore[union-attr]
+
+
+def test_a_conversation_with_previous_response_id_or_of_another_key_is_refused(
+    scripted: tuple[str, Record],
+) -> None:
+    url, record = scripted
+    mine, theirs = client(url, "gk-a"), client(url, "gk-b")
+    made = mine.conversations.create()
+    earlier = mine.responses.create(model="m", input="hi", store=True)
+    calls = len(record.bodies)
+    with pytest.raises(openai.BadRequestError, match="Mutually exclusive parameters") as both:
+        mine.responses.create(
+            model="m", input="x", conversation=made.id, previous_response_id=earlier.id
+        )
+    assert both.value.body["code"] == "mutually_exclusive_parameters"  # type: ignore[index]
+    with pytest.raises(openai.NotFoundError) as foreign:
+        theirs.responses.create(model="m", input="x", conversation=made.id)
+    assert foreign.value.body["param"] == "conversation"  # type: ignore[index]
+    compact = httpx.post(
+        f"{url}/v1/responses/compact",
+        json={"model": "m", "input": "x", "conversation": made.id},
+        headers=_key("gk-a"),
+    )
+    assert compact.status_code == 400 and compact.json()["error"]["param"] == "conversation"
+    assert len(record.bodies) == calls  # none reached the upstream
+    assert mine.conversations.items.list(made.id).data == []
+
+
+def test_a_background_response_adds_to_its_conversation_when_it_completes(
+    scripted: tuple[str, Record],
+) -> None:
+    url, _ = scripted
+    sdk = client(url)
+    made = sdk.conversations.create()
+    queued = sdk.responses.create(
+        model="m", input="later", conversation=made.id, background=True, store=True
+    )
+    assert queued.conversation is not None and queued.conversation.id == made.id
+    deadline = time.monotonic() + 30
+    while sdk.responses.retrieve(queued.id).status != "completed":
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    assert texts(sdk.conversations.items.list(made.id, order="asc").data) == [
+        "later",
+        "the answer",
+    ]
+
+
+def test_a_turn_over_a_websocket_adds_to_its_conversation(scripted: tuple[str, Record]) -> None:
+    url, record = scripted
+    sdk = client(url)
+    made = sdk.conversations.create(items=[said(0)])
+    headers = {"Authorization": "Bearer gk-a"}
+    with connect(
+        "ws" + url.removeprefix("http") + "/v1/responses", additional_headers=headers
+    ) as ws:
+        turn = {"type": "response.create", "model": "m", "input": "q", "conversation": made.id}
+        events = ws_turn(ws, turn)
+    assert events[-1]["type"] == "response.completed", events[-1]
+    assert events[-1]["response"]["conversation"] == {"id": made.id}
+    assert [m["content"] for m in record.bodies[-1]["messages"]] == ["message 0", "q"]
+    assert texts(sdk.conversations.items.list(made.id, order="asc").data) == [
+        "message 0",
+        "q",
+        "the answer",
+    ]
+
+
+def test_responses_made_at_once_in_one_conversation_all_land(
+    scripted: tuple[str, Record],
+) -> None:
+    url, _ = scripted
+    sdk = client(url)
+    made = sdk.conversations.create()
+
+    def ask(n: int) -> None:
+        sdk.responses.create(model="m", input=f"question {n}", conversation=made.id)
+
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(ask, range(8)))
+    items = list(sdk.conversations.items.list(made.id, order="asc", limit=100))
+    assert len(items) == 16
+    for n in range(0, 16, 2):  # each response's input, then its output
+        assert texts(items[n : n + 2])[1] == "the answer"
+    assert sorted(texts(items[0::2])) == sorted(f"question {n}" for n in range(8))
+
+
+def test_an_item_reference_is_kept_as_the_item_it_names(scripted: tuple[str, Record]) -> None:
+    url, _ = scripted
+    sdk = client(url)
+    answered = sdk.responses.create(model="m", input="hi", store=True)
+    made = sdk.conversations.create(items=[{"type": "item_reference", "id": answered.output[0].id}])
+    kept = sdk.conversations.items.list(made.id).data
+    assert [item.id for item in kept] == [answered.output[0].id]
+    assert texts(kept) == ["the answer"]
+    with pytest.raises(openai.BadRequestError):
+        sdk.conversations.items.create(made.id, items=[{"type": "item_reference", "id": "msg_no"}])

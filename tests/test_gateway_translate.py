@@ -496,7 +496,6 @@ def test_chat_text_refusals(text_param: dict[str, Any], param: str) -> None:
         ({"top_logprobs": 21}, "top_logprobs", "integer_above_max_value"),
         ({"moderation": {"model": "omni"}}, "moderation", "unsupported_parameter"),
         ({"max_tool_calls": 3}, "max_tool_calls", "unsupported_parameter"),
-        ({"conversation": "conv_1"}, "conversation", "unsupported_parameter"),
         ({"prompt": {"id": "pmpt_1"}}, "prompt", "unsupported_parameter"),
         (
             {"context_management": [{"type": "compaction"}]},

@@ -28,7 +28,9 @@ import pytest
 from gateway_support import free_port, stop
 from gateway_upstream import ModelUpstream
 from http_support import serve
+from redis_server import RedisServer, redis_server
 
+__all__ = ["redis_server"]  # a fixture used here
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 CLIENT_TIMEOUT = 120  # seconds for one client process
@@ -44,11 +46,11 @@ OFFLINE = {
 
 
 @contextmanager
-def serve_logged(upstream: str, log: Path) -> Iterator[str]:
+def serve_logged(upstream: str, log: Path, store: str = "memory:") -> Iterator[str]:
     """``serve`` as a process on a free port, its log (access lines too) in ``log``."""
     port = free_port()
     cmd = [sys.executable, "-m", "responses_stream", "serve", "--upstream", upstream]
-    cmd += ["--port", str(port), "--store", "memory:", "--log-level", "info"]
+    cmd += ["--port", str(port), "--store", store, "--log-level", "info"]
     with running(cmd, log, port, 30, cwd=ROOT / "generated") as url:
         yield url
 
@@ -149,6 +151,49 @@ def test_a_python_client(gateway: tuple[str, Path], scenario: str) -> None:
         assert all(call["name"] == "weather" for call in result["calls"])
     opened = log.read_text().count('"WebSocket /v1/responses" [accepted]') - before
     assert (opened > 0) == ("websocket" in scenario), "the transport was not the one asked"
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite", "redis"])
+def test_an_agent_keeps_its_memory_in_a_conversation(
+    tmp_path: Path, kind: str, request: pytest.FixtureRequest
+) -> None:
+    """openai-agents' ``OpenAIConversationsSession``: three turns of an agent with a
+    function tool; the conversation holds the agent's whole history afterwards, each turn's
+    prompt, tool call, tool output, reasoning and answer, in order, on every store."""
+    store = {"memory": "memory:", "sqlite": f"sqlite:///{tmp_path / 'store.db'}"}.get(kind)
+    if store is None:
+        server: RedisServer = request.getfixturevalue("redis_server")
+        store = server.url + "?prefix=e2e-conversation:"
+    token = f"tok{secrets.token_hex(4)}"
+    with (
+        serve(UPSTREAM.app) as upstream,
+        serve_logged(upstream + "/v1", tmp_path / "serve.log", store) as url,
+    ):
+        result = run_client("py_clients.py", url + "/v1", "agents-conversation", token)
+        conversation = result["conversation"]
+        page = httpx.get(
+            f"{url}/v1/conversations/{conversation}/items",
+            params={"order": "asc", "limit": 100},
+            headers={"authorization": "Bearer e2e-key"},
+        ).json()
+    assert len(result["texts"]) == 3
+    for text in result["texts"]:
+        assert text.startswith("Hello! You said: ") and token in text, result
+    assert [c["name"] for c in result["calls"]] == ["weather"] * 3  # one call a turn
+    kinds = [item["type"] for item in page["data"]]
+    turn = ["message", "function_call", "function_call_output", "reasoning", "message"]
+    assert kinds == turn * 3, kinds  # the scripted model reasons before it answers
+    said = [
+        part["text"]
+        for item in page["data"]
+        if item["type"] == "message" and item["role"] == "user"
+        for part in item["content"]
+    ]
+    assert said == result["prompts"]
+    answers = [i for i in page["data"] if i["type"] == "message" and i["role"] == "assistant"]
+    assert [a["content"][0]["text"] for a in answers] == result["texts"]
+    # what the session reads back is that history, item for item
+    assert result["history"] == [{"type": i["type"], "id": i["id"]} for i in page["data"]]
 
 
 # scenario -> (answers it ends with, tool calls it carries out, steps of its tool loop)

@@ -226,7 +226,10 @@ ROUTES: dict[str, dict[str, Any]] = {
             },
             "max_tool_calls": {"fate": "refused", "why": "the gateway does not count tool calls"},
             "moderation": {"fate": "refused", "why": "the gateway runs no moderation"},
-            "conversation": {"fate": "refused", "why": "it has no chat completions equivalent"},
+            "conversation": {
+                "fate": "caller",
+                "why": "the conversation's items go before the input; the turn's input and output items are added to it when the response ends",
+            },
             "prompt": {"fate": "refused", "why": "it has no chat completions equivalent"},
             "context_management": {
                 "fate": "refused",

@@ -5389,6 +5389,7 @@ class ResponseEmitter(
         "safety_identifier",
         "prompt_cache_key",
         "user",
+        "conversation",
     )
     # an echoed object takes these keys where the request leaves them out or null
     ECHO_FILLS: ClassVar[dict[str, dict[str, Any]]] = {
@@ -5434,6 +5435,7 @@ class ResponseEmitter(
         safety_identifier: str | None | UnsetType = UNSET,
         prompt_cache_key: str | None | UnsetType = UNSET,
         user: str | None | UnsetType = UNSET,
+        conversation: dict[str, Any] | None | UnsetType = UNSET,
     ) -> None:
         super().__init__(ids)
         self.state = "start"
@@ -5470,6 +5472,7 @@ class ResponseEmitter(
             "safety_identifier": None,
             "prompt_cache_key": None,
             "user": None,
+            "conversation": None,
         }
         if request:
             for key in self.ECHO_FIELDS:
@@ -5539,6 +5542,8 @@ class ResponseEmitter(
             self.fields["prompt_cache_key"] = prompt_cache_key
         if user is not UNSET:
             self.fields["user"] = user
+        if conversation is not UNSET:
+            self.fields["conversation"] = conversation
         self.fields["id"] = id if id is not None else self.ids("resp_")
         self.fields["created_at"] = created_at if created_at is not None else now()
 

@@ -1466,6 +1466,7 @@ class _ResponseOf(Struct, Generic[_ItemT], kw_only=True):
     safety_identifier: str | None
     prompt_cache_key: str | None
     user: str | None
+    conversation: dict[str, Any] | None
 
 
 class Response(_ResponseOf[Item]):

@@ -1472,6 +1472,7 @@ class _ResponseOf(Struct, Generic[_ItemT], kw_only=True):
     safety_identifier: str | None | UnsetType = UNSET
     prompt_cache_key: str | None | UnsetType = UNSET
     user: str | None | UnsetType = UNSET
+    conversation: dict[str, Any] | None | UnsetType = UNSET
 
 
 class Response(_ResponseOf[Item]):

@@ -103,6 +103,32 @@ async def agents_ws_streamed(base: str, token: str) -> dict[str, Any]:
     return await _agents(base, token, websocket=True, streamed=True)
 
 
+async def agents_conversation(base: str, token: str) -> dict[str, Any]:
+    """Three turns of one agent whose memory is an ``OpenAIConversationsSession``: the
+    conversation is made, read and added to through the gateway's ``/conversations``."""
+    from agents import Runner, set_tracing_disabled
+    from agents.memory import OpenAIConversationsSession
+    from openai import AsyncOpenAI
+
+    set_tracing_disabled(True)
+    agent = _agent(base, websocket=False)
+    client = AsyncOpenAI(base_url=base, api_key=API_KEY, _strict_response_validation=True)
+    session = OpenAIConversationsSession(openai_client=client)
+    texts, sent = [], []
+    for city in ("Paris", "Oslo", "Lima"):
+        prompt = f"weather in {city}? {token}"
+        result = await Runner.run(agent, prompt, session=session)
+        texts.append(str(result.final_output))
+        sent.append(prompt)
+    history = await session.get_items()
+    return {
+        "texts": texts,
+        "prompts": sent,
+        "conversation": session.session_id,
+        "history": [{"type": item.get("type"), "id": item.get("id")} for item in history],
+    }
+
+
 # -- pydantic-ai ---------------------------------------------------------------------------
 def _pydantic_agent(base: str) -> Any:
     from pydantic_ai import Agent
@@ -170,6 +196,7 @@ SCENARIOS: dict[str, Callable[[str, str], Coroutine[Any, Any, dict[str, Any]]]] 
     "agents-http-streamed": agents_http_streamed,
     "agents-websocket": agents_ws,
     "agents-websocket-streamed": agents_ws_streamed,
+    "agents-conversation": agents_conversation,
     "pydantic-ai-run": pydantic_ai_run,
     "pydantic-ai-stream": pydantic_ai_stream,
     "langchain-responses": langchain_responses,

@@ -1,4 +1,5 @@
-"""What a turn continues from: ``previous_response_id`` resolved to items.
+"""What a turn continues from: ``previous_response_id`` resolved to items, or the
+conversation it is made in (``conversation``), whose items it reads.
 
 The context of a response is, in order, its own context's items, its input and its
 output (the Open Responses rule: ``previous_response.input`` +
@@ -13,7 +14,7 @@ from collections import OrderedDict
 from typing import Any
 
 from .errors import GatewayError
-from .store import Store
+from .store import Store, StoredConversation
 from .tenancy import Caller
 
 
@@ -96,3 +97,34 @@ async def load_context(
                 param="previous_response_id",
             )
     return [item for items in reversed(chain) for item in items]
+
+
+def conversation_not_found(conversation_id: str, param: str) -> GatewayError:
+    return GatewayError(
+        404, f"Conversation with id '{conversation_id}' not found.", code="not_found", param=param
+    )
+
+
+async def find_conversation(
+    store: Store, conversation_id: str, caller: Caller, param: str = "conversation_id"
+) -> StoredConversation:
+    """The caller's conversation ``conversation_id``; another tenant's is not found."""
+    conversation = await store.conversation_get(conversation_id)
+    if conversation is None or not caller.sees(conversation):
+        raise conversation_not_found(conversation_id, param)
+    return conversation
+
+
+def conversation_id(value: Any) -> str | None:
+    """The id a create body's ``conversation`` names (an id, or ``{"id": ...}``)."""
+    if value is None:
+        return None
+    found = value.get("id") if isinstance(value, dict) else value
+    if not isinstance(found, str) or not found:
+        raise GatewayError(
+            400,
+            "'conversation' must be a conversation id or an object with its 'id'",
+            code="invalid_value",
+            param="conversation",
+        )
+    return found

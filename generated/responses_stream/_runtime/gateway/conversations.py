@@ -17,50 +17,31 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from .context import find_conversation
 from .errors import GatewayError, bad_request, unknown_parameter
 from .http import error_response, read_json
-from .items import normalize_input, with_ids
+from .items import normalize_input, with_ids, with_status
+from .references import resolve_references
 from .request_check import check_request
 from .state import Gateway
 from .store import Store, StoredConversation
 from .tenancy import Caller
 
 MAX_ADDED = 20  # items one create or add may carry, as OpenAI's API allows
-# the item types whose items OpenAI's API gives a status, and the one it says when none
-# was sent
-STATUS_KINDS = ("message", "function_call", "function_call_output", "custom_tool_call")
 
 
 def new_conversation_id() -> str:
     return "conv_" + secrets.token_hex(24)
 
 
-def kept_items(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Input items as a conversation keeps them: each a whole item with its id, a message
-    with its content as parts, and the status an item of its type has."""
-    kept = []
-    for item in with_ids(normalize_input(items)):
-        if item.get("type") in STATUS_KINDS and not item.get("status"):
-            item["status"] = "completed"
-        kept.append(item)
-    return kept
-
-
-def not_found(conversation_id: str) -> GatewayError:
-    return GatewayError(
-        404,
-        f"Conversation with id '{conversation_id}' not found.",
-        code="not_found",
-        param="conversation_id",
-    )
-
-
-async def find(store: Store, conversation_id: str, caller: Caller) -> StoredConversation:
-    """The caller's conversation ``conversation_id``; another tenant's is not found."""
-    conversation = await store.conversation_get(conversation_id)
-    if conversation is None or not caller.sees(conversation):
-        raise not_found(conversation_id)
-    return conversation
+async def kept_items(
+    store: Store, items: list[dict[str, Any]], caller: Caller
+) -> list[dict[str, Any]]:
+    """Input items as a conversation keeps them: each a whole item with its id (an
+    ``item_reference`` replaced by the item it names), a message with its content as parts,
+    and the status an item of its type has."""
+    resolved = await resolve_references(store, normalize_input(items), caller=caller)
+    return with_status(with_ids(resolved))
 
 
 def _checked(body: Mapping[str, Any], allowed: tuple[str, ...]) -> None:
@@ -113,7 +94,7 @@ async def create(gw: Gateway, request: Request) -> Response:
             new_conversation_id(), int(time.time()), metadata, tenant=caller.tenant
         )
         await gw.store.conversation_put(conversation)
-        items = kept_items(body.get("items") or [])
+        items = await kept_items(gw.store, body.get("items") or [], caller)
         if items:
             await gw.store.conversation_append(conversation.id, items)
     except GatewayError as exc:
@@ -126,7 +107,7 @@ async def one(gw: Gateway, request: Request) -> Response:
     conversation_id = request.path_params["conversation_id"]
     try:
         caller = await _caller(gw, request)
-        conversation = await find(gw.store, conversation_id, caller)
+        conversation = await find_conversation(gw.store, conversation_id, caller)
         if request.method == "DELETE":
             await gw.store.conversation_delete(conversation_id)
             answer = {"id": conversation_id, "object": "conversation.deleted", "deleted": True}
@@ -154,13 +135,13 @@ async def items(gw: Gateway, request: Request) -> Response:
     conversation_id = request.path_params["conversation_id"]
     try:
         caller = await _caller(gw, request)
-        await find(gw.store, conversation_id, caller)
+        await find_conversation(gw.store, conversation_id, caller)
         if request.method == "POST":
             body = await read_json(request, gw.config.max_body_bytes)
             if not isinstance(body.get("items"), list):
                 raise _missing("items")
             _checked(body, ("items",))
-            added = kept_items(body["items"])
+            added = await kept_items(gw.store, body["items"], caller)
             await gw.store.conversation_append(conversation_id, added)
             return JSONResponse(page(added, len(added)))
         kept = await gw.store.conversation_items(conversation_id)
@@ -213,7 +194,7 @@ async def item(gw: Gateway, request: Request) -> Response:
     item_id = request.path_params["item_id"]
     try:
         caller = await _caller(gw, request)
-        conversation = await find(gw.store, conversation_id, caller)
+        conversation = await find_conversation(gw.store, conversation_id, caller)
         if request.method == "DELETE":
             if not await gw.store.conversation_item_delete(conversation_id, item_id):
                 raise _item_not_found(item_id)

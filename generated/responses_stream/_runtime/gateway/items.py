@@ -49,6 +49,23 @@ def _text_part(role: str, text: str) -> dict[str, Any]:
     return {"type": "input_text", "text": text}
 
 
+# the item types whose items OpenAI's API gives a status, and the one it says when none
+# was sent: what a conversation keeps
+STATUS_KINDS = ("message", "function_call", "function_call_output", "custom_tool_call")
+
+
+def with_status(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Copies of ``items``, those of a type that has a status given ``completed`` where
+    they had none."""
+    out = []
+    for item in items:
+        item = dict(item)
+        if item.get("type") in STATUS_KINDS and not item.get("status"):
+            item["status"] = "completed"
+        out.append(item)
+    return out
+
+
 def new_id(kind: str) -> str:
     """A new id for an item of type ``kind``."""
     return ID_PREFIXES.get(kind, DEFAULT_PREFIX) + secrets.token_hex(16)

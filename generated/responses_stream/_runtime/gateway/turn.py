@@ -24,9 +24,9 @@ from ..core.processor import ProcessorError
 from ..inputs.api import asse_from_chat
 from .chat_request import translate
 from .config import GatewayConfig
-from .context import ConnectionCache, load_context
+from .context import ConnectionCache, conversation_id, find_conversation, load_context
 from .errors import GatewayError, bad_request
-from .items import normalize_input, with_ids
+from .items import normalize_input, with_ids, with_status
 from .references import resolve_references
 from .routing import Routed
 from .store import Store, StoredResponse
@@ -36,6 +36,8 @@ from .upstream import Upstream, UpstreamStream
 
 log = logging.getLogger("responses_stream.gateway")
 
+# The statuses of a response whose items are added to its conversation.
+ENDED_IN_CONVERSATION = ("completed", "incomplete")
 # Fields of the create body the gateway itself acts on (not sent upstream as such).
 TRANSPORT_FIELDS = ("type", "stream", "stream_options", "background")
 _TERMINAL_FRAME = re.compile(
@@ -70,6 +72,7 @@ class Turn:
     store: bool
     dropped: list[str] = field(default_factory=list)  # hosted tools left out upstream
     tenant: str | None = None  # whose record it is, once stored
+    conversation: str | None = None  # the conversation it is made in, its items added at its end
     response: dict[str, Any] | None = None
     _stream: UpstreamStream | None = field(default=None, repr=False)
     _frames: AsyncGenerator[bytes, None] | None = field(default=None, repr=False)
@@ -254,8 +257,19 @@ async def plan_turn(
     inputs = await resolve_references(store, inputs, caller=caller, cache=cache)
     inputs = with_ids(inputs)
     previous = body.get("previous_response_id")
+    conversation = conversation_id(body.get("conversation"))
     context: list[dict[str, Any]] = []
-    if previous is not None:
+    if conversation is not None:
+        if previous is not None:
+            raise GatewayError(
+                400,
+                "Mutually exclusive parameters: Ensure you are only providing one of: "
+                "'previous_response_id' or 'conversation'.",
+                code="mutually_exclusive_parameters",
+            )
+        await find_conversation(store, conversation, caller, "conversation")
+        context = await store.conversation_items(conversation)
+    elif previous is not None:
         context = await load_context(
             store,
             previous,
@@ -279,6 +293,8 @@ async def plan_turn(
         check_writable(store)  # a store known to be down: refused before the upstream is called
     echo = {k: v for k, v in body.items() if k not in ("input", *TRANSPORT_FIELDS)}
     echo["store"] = keep is not False
+    if conversation is not None:
+        echo["conversation"] = {"id": conversation}
     return Turn(
         body=body,
         dialect=dialect,
@@ -290,13 +306,21 @@ async def plan_turn(
         store=keep is not False,
         dropped=chat.dropped,
         tenant=caller.tenant,
+        conversation=conversation,
     )
 
 
 async def keep(store: Store, turn: Turn) -> None:
-    """Store a finished turn when it asked to be stored; a store that fails is a
+    """Store a finished turn when it asked to be stored, and add its input and output items
+    to its conversation when it completed (or was cut short); a store that fails is a
     :class:`GatewayError` (503, see ``store_guard``), so that no answer says a response
     was kept that was not."""
-    if not turn.store or turn.response is None:
+    if turn.response is None:
         return
-    await store.put(StoredResponse(turn.response, turn.input_items, tenant=turn.tenant))
+    if turn.conversation is not None and turn.response.get("status") in ENDED_IN_CONVERSATION:
+        # first: once the record reads completed (a background poll), the items are there
+        output = turn.response.get("output")
+        items = [*turn.input_items, *(output if isinstance(output, list) else [])]
+        await store.conversation_append(turn.conversation, with_status(items))
+    if turn.store:
+        await store.put(StoredResponse(turn.response, turn.input_items, tenant=turn.tenant))
