@@ -327,3 +327,22 @@ def test_an_item_reference_is_kept_as_the_item_it_names(scripted: tuple[str, Rec
     assert texts(kept) == ["the answer"]
     with pytest.raises(openai.BadRequestError):
         sdk.conversations.items.create(made.id, items=[{"type": "item_reference", "id": "msg_no"}])
+
+
+def test_a_streamed_turn_not_stored_has_its_items_in_the_conversation_at_its_end(
+    scripted: tuple[str, Record],
+) -> None:
+    """``store: false`` in a conversation: the terminal event is held until the items are
+    added, so the conversation has them as soon as the client reads it."""
+    url, _ = scripted
+    sdk = client(url)
+    made = sdk.conversations.create()
+    for n in range(5):
+        with sdk.responses.stream(
+            model="m", input=f"q{n}", conversation=made.id, store=False
+        ) as stream:
+            final = stream.get_final_response()
+        assert final.status == "completed"
+        assert len(sdk.conversations.items.list(made.id, limit=100).data) == 2 * (n + 1)
+    with pytest.raises(openai.NotFoundError):
+        sdk.responses.retrieve(final.id)  # not stored, as asked

@@ -139,13 +139,14 @@ class Turn:
 
     async def frames(self, store: Store | None = None) -> AsyncGenerator[bytes, None]:
         """The SSE frames of the stream, those of one upstream chunk in one piece; sets
-        ``response`` at its end.  With ``store``, a turn to be kept holds its terminal
-        event back until the store has it (see :func:`keep`); when the store fails, the
-        stream ends with ``response.failed`` instead, saying the response was not stored."""
+        ``response`` at its end.  With ``store``, a turn to be kept (or made in a
+        conversation) holds its terminal event back until the store has it (see
+        :func:`keep`); when the store fails, the stream ends with ``response.failed``
+        instead, saying the response was not stored."""
         if self._frames is None:
             raise NotReady("Turn.start() must succeed first")
         frames, last, held = self._frames, b"", b""
-        hold = store is not None and self.store
+        hold = store is not None and (self.store or self.conversation is not None)
         try:
             for frame in self._first:
                 last = _terminal(frame) or last
@@ -289,7 +290,7 @@ async def plan_turn(
     if chat.dropped:
         log.info("left out of the upstream request (hosted tools): %s", ", ".join(chat.dropped))
     keep = body.get("store")
-    if keep is not False:
+    if keep is not False or conversation is not None:
         check_writable(store)  # a store known to be down: refused before the upstream is called
     echo = {k: v for k, v in body.items() if k not in ("input", *TRANSPORT_FIELDS)}
     echo["store"] = keep is not False
