@@ -11,7 +11,6 @@ every :data:`RENEW` seconds; a run whose lease ran out was lost with its replica
 from __future__ import annotations
 
 import asyncio
-import itertools
 import json
 import logging
 import os
@@ -24,13 +23,12 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..consumers.accumulate import AccumulateError, ResponseAccumulator
-from ..core.ids import CountingIds
 from ..core.processor import get_dialect
 from ..core.sse_parse import parse_sse
 from .errors import GatewayError
 from .store import Store, StoredResponse
 from .store.base import LogEntry, RunClaim, RunState
-from .turn import Turn, final_response, keep
+from .turn import Turn, ending_frames, final_response, keep
 
 log = logging.getLogger("responses_stream.gateway")
 
@@ -52,27 +50,6 @@ def log_entries(frames: bytes) -> list[LogEntry]:
         if found is not None:
             entries.append((int(found.group(1)), block + b"\n\n"))
     return entries
-
-
-def ending_frames(
-    dialect: str, seq: int, response: dict[str, Any], error: tuple[str, str] | None = None
-) -> bytes:
-    """The events that end a run the gateway itself ended, numbered from ``seq``, each as
-    the dialect spells it: ``error`` (when ``error``, its code and message, is given), then
-    ``response.failed`` carrying ``response`` (a cancelled run ends with it too, its
-    Response ``cancelled``, as OpenAI's API ends one)."""
-    d = get_dialect(dialect)
-    emitter = d.emitter(ids=CountingIds())
-    emitter.created()  # the state the error and failed transitions start from
-    emitter.seq = itertools.count(seq)
-    events = [] if error is None else emitter.error(error[1], code=error[0])
-    events += emitter.failed(error[1] if error else "cancelled")
-    encoder = d.encoder()
-    *head, failed = (encoder.encode(e) for e in events)
-    payload = json.loads(failed.split(b"data: ", 1)[1])
-    payload["response"] = response
-    data = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
-    return b"".join(head) + f"event: response.failed\ndata: {data}\n\n".encode()
 
 
 def lost(snapshot: dict[str, Any], message: str) -> dict[str, Any]:

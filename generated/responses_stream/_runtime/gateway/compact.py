@@ -19,8 +19,7 @@ from .compaction_token import seal_summary
 from .context import load_context
 from .errors import GatewayError
 from .http import error_response, read_json
-from .items import normalize_input, with_ids
-from .references import resolve_references
+from .references import input_items
 from .request_check import check_request, translated
 from .responses_routes import final_answer
 from .routing import Routed
@@ -40,8 +39,7 @@ async def compact(gw: Gateway, request: Request, dialect: str) -> Response:
         check_request(body, "compact")
         route = gw.router.route(body["model"], "responses")
         caller = await gw.caller(request.headers.get("authorization"))
-        items = normalize_input(body.get("input"))
-        items = with_ids(await resolve_references(gw.store, items, caller=caller))
+        items = await input_items(gw.store, body.get("input"), caller=caller)
         previous = body.get("previous_response_id")
         if previous is not None:
             limit = gw.config.max_chain

@@ -18,10 +18,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from .context import find_conversation
-from .errors import GatewayError, bad_request, unknown_parameter
+from .errors import GatewayError, missing_parameter, unknown_parameter
 from .http import error_response, read_json
-from .items import normalize_input, with_ids, with_status
-from .references import resolve_references
+from .items import with_status
+from .pages import list_object, page
+from .references import input_items
 from .request_check import check_request
 from .state import Gateway
 from .store import Store, StoredConversation
@@ -37,11 +38,9 @@ def new_conversation_id() -> str:
 async def kept_items(
     store: Store, items: list[dict[str, Any]], caller: Caller
 ) -> list[dict[str, Any]]:
-    """Input items as a conversation keeps them: each a whole item with its id (an
-    ``item_reference`` replaced by the item it names), a message with its content as parts,
-    and the status an item of its type has."""
-    resolved = await resolve_references(store, normalize_input(items), caller=caller)
-    return with_status(with_ids(resolved))
+    """Input items as a conversation keeps them: as a turn takes its input (see
+    :func:`.references.input_items`), each with the status an item of its type has."""
+    return with_status(await input_items(store, items, caller=caller))
 
 
 def _checked(body: Mapping[str, Any], allowed: tuple[str, ...]) -> None:
@@ -115,7 +114,7 @@ async def one(gw: Gateway, request: Request) -> Response:
         if request.method == "POST":
             body = await read_json(request, gw.config.max_body_bytes)
             if "metadata" not in body:
-                raise _missing("metadata")
+                raise missing_parameter("metadata")
             _checked(body, ("metadata",))
             conversation = StoredConversation(
                 conversation.id,
@@ -139,52 +138,21 @@ async def items(gw: Gateway, request: Request) -> Response:
         if request.method == "POST":
             body = await read_json(request, gw.config.max_body_bytes)
             if not isinstance(body.get("items"), list):
-                raise _missing("items")
+                raise missing_parameter("items")
             _checked(body, ("items",))
             added = await kept_items(gw.store, body["items"], caller)
             await gw.store.conversation_append(conversation_id, added)
-            return JSONResponse(page(added, len(added)))
+            return JSONResponse(list_object(added, len(added)))
         kept = await gw.store.conversation_items(conversation_id)
-        query = request.query_params
         return JSONResponse(
-            listed(kept, query.get("limit"), query.get("order"), query.get("after"))
+            page(
+                kept,
+                request.query_params,
+                lambda after: f"No item with id '{after}' in this conversation.",
+            )
         )
     except GatewayError as exc:
         return error_response(exc)
-
-
-def listed(
-    kept: list[dict[str, Any]], limit: str | None, order: str | None, after: str | None
-) -> dict[str, Any]:
-    """A page of ``kept``: ``limit`` items (1 to 100, 20 by default) in ``order`` (``desc``,
-    the newest first, by default, or ``asc``), those after the item ``after``."""
-    if limit is None:
-        most = 20
-    elif limit.isdigit() and 1 <= int(limit) <= 100:
-        most = int(limit)
-    else:
-        raise bad_request("'limit' must be an integer from 1 to 100", "limit")
-    if order not in (None, "asc", "desc"):
-        raise bad_request("'order' must be 'asc' or 'desc'", "order")
-    ordered = kept if order == "asc" else kept[::-1]
-    if after is not None:
-        ids = [item.get("id") for item in ordered]
-        if after not in ids:
-            raise bad_request(f"No item with id '{after}' in this conversation.", "after")
-        ordered = ordered[ids.index(after) + 1 :]
-    return page(ordered, most)
-
-
-def page(items: list[dict[str, Any]], most: int) -> dict[str, Any]:
-    """The list object of the first ``most`` of ``items``."""
-    shown = items[:most]
-    return {
-        "object": "list",
-        "data": shown,
-        "first_id": shown[0].get("id") if shown else None,
-        "last_id": shown[-1].get("id") if shown else None,
-        "has_more": len(items) > most,
-    }
 
 
 async def item(gw: Gateway, request: Request) -> Response:
@@ -210,13 +178,4 @@ async def item(gw: Gateway, request: Request) -> Response:
 def _item_not_found(item_id: str) -> GatewayError:
     return GatewayError(
         404, f"Item with id '{item_id}' not found.", code="not_found", param="item_id"
-    )
-
-
-def _missing(param: str) -> GatewayError:
-    return GatewayError(
-        400,
-        f"Missing required parameter: '{param}'.",
-        code="missing_required_parameter",
-        param=param,
     )

@@ -161,6 +161,16 @@ def unsupported(param: str, why: str) -> GatewayError:
     )
 
 
+def missing_parameter(param: str) -> GatewayError:
+    """A 400 for a required field left out."""
+    return GatewayError(
+        400,
+        f"Missing required parameter: '{param}'.",
+        code="missing_required_parameter",
+        param=param,
+    )
+
+
 def unknown_parameter(param: str) -> GatewayError:
     """A 400 for a field the API does not define."""
     return GatewayError(

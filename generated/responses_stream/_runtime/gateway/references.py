@@ -14,6 +14,7 @@ from typing import Any
 
 from .context import ConnectionCache
 from .errors import GatewayError
+from .items import normalize_input, with_ids
 from .store import Store
 from .tenancy import Caller
 
@@ -56,3 +57,17 @@ async def resolve_references(
             )
         out.append(copy.deepcopy(found))
     return out
+
+
+async def input_items(
+    store: Store,
+    value: str | list[dict[str, Any]] | None,
+    *,
+    caller: Caller,
+    cache: ConnectionCache | None = None,
+) -> list[dict[str, Any]]:
+    """A checked ``input`` as the items a turn (or a conversation) keeps: each a whole
+    item (see :func:`.items.normalize_input`), a reference replaced by the item it names,
+    each with an id."""
+    items = normalize_input(value)
+    return with_ids(await resolve_references(store, items, caller=caller, cache=cache))

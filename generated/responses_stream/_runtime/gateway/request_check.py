@@ -17,7 +17,7 @@ from typing import Any
 import msgspec
 
 from ..._requests import MODELS, ROUTES
-from .errors import GatewayError, bad_request, unknown_parameter, unsupported
+from .errors import GatewayError, bad_request, missing_parameter, unknown_parameter, unsupported
 
 # msgspec's messages: "<what> - at `$.a.b[0]`", or "<what>" at the top.
 _AT = re.compile(r"^(?P<what>.*?)(?: - at `\$(?P<path>[^`]*)`)?$", re.DOTALL)
@@ -187,12 +187,7 @@ def schema_error(message: str) -> GatewayError:
         name = f"{param}.{field['name']}" if param else field["name"]
         if field["kind"] == "contains unknown":
             return unknown_parameter(name)
-        return GatewayError(
-            400,
-            f"Missing required parameter: '{name}'.",
-            code="missing_required_parameter",
-            param=name,
-        )
+        return missing_parameter(name)
     said = what[:1].lower() + what[1:]
     bound = _BOUND.match(what)
     if bound:

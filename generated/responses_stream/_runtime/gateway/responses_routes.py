@@ -12,6 +12,7 @@ from starlette.responses import JSONResponse, Response
 from .chat_completion import TIMEOUT_CODES
 from .errors import GatewayError, bad_request
 from .http import dropped_tools_headers, error_response, event_stream, read_json
+from .pages import page
 from .request_check import check_request
 from .state import Gateway
 from .turn import Turn, keep, plan_turn
@@ -205,37 +206,11 @@ async def input_items(gw: Gateway, request: Request) -> Response:
     """A page of a stored response's input items (``limit``, ``order``, ``after``)."""
     try:
         record = await _record(gw, request)
-        query = request.query_params
-        limit = _limit(query.get("limit"))
-        order = query.get("order", "desc")
-        if order not in ("asc", "desc"):
-            raise bad_request("'order' must be 'asc' or 'desc'", "order")
-        items = list(record.input_items)
-        if order == "desc":
-            items.reverse()
-        after = query.get("after")
-        if after is not None:
-            ids = [item.get("id") for item in items]
-            if after not in ids:
-                raise bad_request(f"no input item {after!r} in this response", "after")
-            items = items[ids.index(after) + 1 :]
+        answer = page(
+            list(record.input_items),
+            request.query_params,
+            lambda after: f"no input item {after!r} in this response",
+        )
     except GatewayError as exc:
         return error_response(exc)
-    page = items[:limit]
-    return JSONResponse(
-        {
-            "object": "list",
-            "data": page,
-            "first_id": page[0].get("id") if page else None,
-            "last_id": page[-1].get("id") if page else None,
-            "has_more": len(items) > limit,
-        }
-    )
-
-
-def _limit(value: str | None) -> int:
-    if value is None:
-        return 20
-    if not value.isdigit() or not 1 <= int(value) <= 100:
-        raise bad_request("'limit' must be an integer from 1 to 100", "limit")
-    return int(value)
+    return JSONResponse(answer)

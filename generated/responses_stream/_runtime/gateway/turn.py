@@ -11,6 +11,7 @@ stream can never disagree.
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import re
@@ -20,14 +21,15 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from ..core.errors import NotReady
-from ..core.processor import ProcessorError
+from ..core.ids import CountingIds
+from ..core.processor import ProcessorError, get_dialect
 from ..inputs.api import asse_from_chat
 from .chat_request import translate
 from .config import GatewayConfig
 from .context import ConnectionCache, conversation_id, find_conversation, load_context
 from .errors import GatewayError, bad_request
-from .items import normalize_input, with_ids, with_status
-from .references import resolve_references
+from .items import with_status
+from .references import input_items
 from .routing import Routed
 from .store import Store, StoredResponse
 from .store_guard import check_writable
@@ -187,10 +189,8 @@ class Turn:
             response["completed_at"] = None
         message = f"The response was not stored: {exc.message}"
         response["error"] = {"code": "server_error", "message": message}
-        event["type"] = "response.failed"
         self.response = response
-        data = json.dumps(event, ensure_ascii=False, separators=(",", ":"))
-        return f"event: response.failed\ndata: {data}\n\n".encode()
+        return ending_frames(self.dialect, event["sequence_number"], response)
 
     async def aclose(self) -> None:
         if self._stream is not None:
@@ -221,6 +221,28 @@ def _terminal_start(frames: bytes) -> int | None:
         if at >= 0:
             return at
     return None
+
+
+def ending_frames(
+    dialect: str, seq: int, response: dict[str, Any], error: tuple[str, str] | None = None
+) -> bytes:
+    """The events that end a response the gateway itself ended (a background run lost or
+    cancelled, a response the store did not take), numbered from ``seq``, each as the
+    dialect spells it: ``error`` (when ``error``, its code and message, is given), then
+    ``response.failed`` carrying ``response`` (a cancelled run ends with it too, its
+    Response ``cancelled``, as OpenAI's API ends one)."""
+    d = get_dialect(dialect)
+    emitter = d.emitter(ids=CountingIds())
+    emitter.created()  # the state the error and failed transitions start from
+    emitter.seq = itertools.count(seq)
+    events = [] if error is None else emitter.error(error[1], code=error[0])
+    events += emitter.failed(error[1] if error else "cancelled")
+    encoder = d.encoder()
+    *head, failed = (encoder.encode(e) for e in events)
+    payload = json.loads(failed.split(b"data: ", 1)[1])
+    payload["response"] = response
+    data = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+    return b"".join(head) + f"event: response.failed\ndata: {data}\n\n".encode()
 
 
 def final_response(frames: bytes) -> dict[str, Any] | None:
@@ -254,9 +276,7 @@ async def plan_turn(
     """Translate one create body (checked: :func:`check_request`) for the upstream
     ``route`` names (the model sent is the route's); :class:`GatewayError` for what
     cannot be served."""
-    inputs = normalize_input(body.get("input"))
-    inputs = await resolve_references(store, inputs, caller=caller, cache=cache)
-    inputs = with_ids(inputs)
+    inputs = await input_items(store, body.get("input"), caller=caller, cache=cache)
     previous = body.get("previous_response_id")
     conversation = conversation_id(body.get("conversation"))
     context: list[dict[str, Any]] = []
