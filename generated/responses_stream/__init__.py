@@ -45,6 +45,13 @@ from ._runtime.inputs.harmony_tokens import (
     load_harmony_encoding,
     sse_from_harmony_tokens,
 )
+from ._runtime.inputs.repair import (
+    ResponsesRepair,
+    aevents_from_responses,
+    asse_from_responses,
+    events_from_responses,
+    sse_from_responses,
+)
 from ._runtime.version import __version__
 
 DIALECTS: dict[str, Dialect] = {
@@ -99,6 +106,7 @@ __all__ = [
     "ProcessorError",
     "RandomIds",
     "ResponseAccumulator",
+    "ResponsesRepair",
     "ResponsesStreamError",
     "ResponsesToChat",
     "SSEDecodeError",
@@ -114,15 +122,18 @@ __all__ = [
     "achat_sse_from_responses",
     "achat_sse_from_sse",
     "aevents_from_chat",
+    "aevents_from_responses",
     "aparse_sse",
     "asse_from_chat",
     "asse_from_input",
+    "asse_from_responses",
     "chat_chunks_from_responses",
     "chat_data_lines",
     "chat_sse_from_responses",
     "chat_sse_from_sse",
     "events_from_chat",
     "events_from_harmony_tokens",
+    "events_from_responses",
     "load_harmony_encoding",
     "openai",
     "openresponses",
@@ -130,5 +141,6 @@ __all__ = [
     "sse_from_chat",
     "sse_from_harmony_tokens",
     "sse_from_input",
+    "sse_from_responses",
     "validate_payloads",
 ]

@@ -26,18 +26,14 @@ in order with an unfinished SSE event).  Any other item (``None``, an ``int``, a
 from __future__ import annotations
 
 from collections.abc import (
-    AsyncGenerator,
     AsyncIterable,
     AsyncIterator,
-    Callable,
     Iterable,
     Iterator,
     Mapping,
 )
-from contextlib import aclosing
-from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Any, TypeAlias
 
-from ..core.aio import aclose
 from ..core.dialect import Dialect
 from ..core.errors import source_failure
 from ..core.input_form import sse_from_input
@@ -50,6 +46,8 @@ from ..core.sse_parse import (
     replace_surrogates,
 )
 from .chat import BAD_INPUT, ChatToResponses, DataPayload, InputFailure
+from .drive import adrive, drive
+from .drive import joined as join_frames
 
 if TYPE_CHECKING:
     from ..core.processor import ResponsesEvent
@@ -322,45 +320,6 @@ class ChatFeed:
         self.conv._fail(*source_failure(exc))
 
 
-_T = TypeVar("_T")
-Step = Callable[[ChatInput], list[_T]]
-
-
-def _drive(
-    feed: ChatFeed,
-    chunks: Iterable[ChatInput],
-    start: list[_T],
-    step: Step[_T],
-    end: Callable[[], list[_T]],
-) -> Iterator[_T]:
-    """The sync driver: ``start``, each item's results until the stream is done, ``end``."""
-    yield from start
-    for chunk in chunks:
-        yield from step(chunk)
-        if feed.done:
-            return
-    yield from end()
-
-
-async def _adrive(
-    feed: ChatFeed,
-    chunks: AsyncIterable[ChatInput],
-    start: list[_T],
-    step: Step[_T],
-    end: Callable[[], list[_T]],
-) -> AsyncIterator[_T]:
-    """The async driver: as ``_drive``; a source that raises fails the stream, and the
-    source is closed however the stream ends (``_read``)."""
-    for out in start:
-        yield out
-    async with aclosing(_read(feed, chunks)) as reader:
-        async for chunk in reader:
-            for out in step(chunk):
-                yield out
-    for out in end():
-        yield out
-
-
 def events_from_chat(
     chunks: Iterable[ChatInput],
     *,
@@ -372,7 +331,7 @@ def events_from_chat(
     """Typed Responses events for chat input: parsed chunks, ``data:`` payloads, SSE
     lines or SSE bytes (see the module's doc string)."""
     feed = ChatFeed(dialect, request, model, **kw)
-    yield from _drive(feed, chunks, feed.start(), feed.events, feed.end)
+    yield from drive(feed, chunks, feed.start(), feed.events, feed.end)
 
 
 def sse_from_chat(
@@ -385,7 +344,7 @@ def sse_from_chat(
 ) -> Iterator[bytes]:
     """The same stream as SSE frames, with the dialect's closing frame."""
     feed = ChatFeed(dialect, request, model, **kw)
-    yield from _drive(feed, chunks, feed.start_sse(), feed.frames, feed.end_sse)
+    yield from drive(feed, chunks, feed.start_sse(), feed.frames, feed.end_sse)
 
 
 async def aevents_from_chat(
@@ -404,7 +363,7 @@ async def aevents_from_chat(
     abandoned.
     """
     feed = ChatFeed(dialect, request, model, **kw)
-    async for event in _adrive(feed, chunks, feed.start(), feed.events, feed.end):
+    async for event in adrive(feed, chunks, feed.start(), feed.events, feed.end):
         yield event
 
 
@@ -427,42 +386,13 @@ async def asse_from_chat(
     """
     feed = ChatFeed(dialect, request, model, **kw)
     if not joined:
-        async for frame in _adrive(feed, chunks, feed.start_sse(), feed.frames, feed.end_sse):
+        async for frame in adrive(feed, chunks, feed.start_sse(), feed.frames, feed.end_sse):
             yield frame
         return
 
     def step(chunk: ChatInput) -> list[bytes]:
-        return _joined(feed.frames(chunk))
+        return join_frames(feed.frames(chunk))
 
-    start, end = _joined(feed.start_sse()), lambda: _joined(feed.end_sse())
-    async for piece in _adrive(feed, chunks, start, step, end):
+    start, end = join_frames(feed.start_sse()), lambda: join_frames(feed.end_sse())
+    async for piece in adrive(feed, chunks, start, step, end):
         yield piece
-
-
-def _joined(frames: list[bytes]) -> list[bytes]:
-    """``frames`` as one ``bytes`` (none if none)."""
-    return [b"".join(frames)] if frames else []
-
-
-async def _read(
-    feed: ChatFeed, chunks: AsyncIterable[ChatInput]
-) -> AsyncGenerator[ChatInput, None]:
-    """The chunks of an async source until it ends or the stream is done.
-
-    A source that raises fails the stream (see ``source_failure``) and ends the
-    reading; the source is closed (its ``aclose()``) however the reading ends,
-    also when the stream is abandoned.
-    """
-    source = aiter(chunks)
-    try:
-        while not feed.done:
-            try:
-                chunk = await anext(source)
-            except StopAsyncIteration:
-                return
-            except Exception as exc:
-                feed.fail(exc)
-                return
-            yield chunk
-    finally:
-        await aclose(source)
