@@ -21,6 +21,7 @@ BUILTIN_BASES: dict[str, type[BaseException]] = {
     "AccumulateError": ValueError,
     "BadChunk": ValueError,
     "BadHarmony": ValueError,
+    "BadStream": ValueError,
     "ConfigError": ValueError,
     "ConnectTimeout": TimeoutError,
     "EmptyInput": ValueError,

@@ -34,6 +34,9 @@ upstreams:
   - name: responses-only
     url: {provider}/v1
     dialect: responses
+  - name: chat-only
+    url: {local}/v1
+    dialect: chat
 models:
   - match: local-small
     upstream: local
@@ -44,6 +47,8 @@ models:
     model: local-small
   - match: resp-model
     upstream: responses-only
+  - match: chat-model
+    upstream: chat-only
 """
 
 
@@ -135,13 +140,22 @@ def test_the_sdk_raises_not_found_for_an_unrouted_model(fresh: Pair) -> None:
         fresh.sdk().responses.create(model="nobody", input="hi")
 
 
+def test_a_responses_upstream_serves_the_responses_route_itself(fresh: Pair) -> None:
+    answer = fresh.sdk().responses.create(model="resp-model", input="hi")
+    assert answer.status == "completed" and answer.output_text
+    [request] = fresh.provider.requests
+    assert request.path == "/v1/responses"  # its own, repaired: asked statelessly
+    assert (request.body["store"], request.body["stream"]) == (False, True)
+    assert fresh.local.requests == []
+
+
 def test_a_model_on_an_upstream_that_speaks_the_other_api(fresh: Pair) -> None:
-    r = httpx.post(
-        fresh.url + "/v1/responses", json={"model": "resp-model", "input": "hi"}, timeout=10
-    )
+    body = {"model": "chat-model", "messages": [{"role": "user", "content": "hi"}]}
+    r = httpx.post(fresh.url + "/v1/chat/completions", json=body, timeout=10)
     assert r.status_code == 400
     assert r.json()["error"]["code"] == "unsupported_api"
-    assert "/v1/chat/completions" in r.json()["error"]["message"]
+    assert "/v1/responses" in r.json()["error"]["message"]
+    assert fresh.local.requests == []
 
 
 def test_each_upstream_has_its_own_hosted_tools_policy(fresh: Pair) -> None:
@@ -159,7 +173,7 @@ def test_models_lists_the_routed_models(fresh: Pair) -> None:
     listed = fresh.sdk().models.list()
     ids = sorted(m.id for m in listed.data)
     # exact routes, and the provider's models that the glob takes (not "other")
-    assert ids == ["fast", "gpt-x1", "gpt-x2", "local-small", "resp-model"]
+    assert ids == ["chat-model", "fast", "gpt-x1", "gpt-x2", "local-small", "resp-model"]
     owners = {m.id: m.owned_by for m in listed.data}
     assert owners["local-small"] == "local" and owners["gpt-x1"] == "fake"
 
@@ -290,7 +304,8 @@ def test_serve_routes_by_the_file_it_was_given(tmp_path: Path) -> None:
             client = openai.OpenAI(base_url=url + "/v1", api_key="k")
             assert client.responses.create(model="fast", input="hi").status == "completed"
             assert client.responses.create(model="gpt-x1", input="hi").status == "completed"
-            assert sorted(m.id for m in client.models.list().data)[:2] == ["fast", "gpt-x1"]
+            listed = sorted(m.id for m in client.models.list().data)
+            assert listed[:3] == ["chat-model", "fast", "gpt-x1"]
     assert [r.body["model"] for r in local.requests] == ["local-small"]
     assert [r.authorization for r in provider.requests if r.method == "POST"] == [
         "Bearer provider-secret"

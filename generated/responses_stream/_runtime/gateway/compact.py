@@ -22,6 +22,7 @@ from .http import error_response, read_json
 from .references import input_items
 from .request_check import check_request, translated
 from .responses_routes import final_answer
+from .responses_upstream import responses_body
 from .routing import Routed
 from .state import Gateway
 from .turn import Turn, new_response_id
@@ -83,23 +84,28 @@ def _summary_turn(
 ) -> Turn:
     ask = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": PROMPT}]}
     request = translated(body, "compact")
-    chat_body = translate(
-        request,
-        [*items, ask],
-        reasoning_field=route.settings.reasoning_field,
-        hosted_tools=route.settings.hosted_tools,
-    ).body
-    chat_body.pop("tools", None)
-    chat_body["model"] = route.model
+    api = "chat"
+    if route.settings.responses == "repair":
+        api, upstream_body = "responses", responses_body(request, [*items, ask], route.model)
+    else:
+        upstream_body = translate(
+            request,
+            [*items, ask],
+            reasoning_field=route.settings.reasoning_field,
+            hosted_tools=route.settings.hosted_tools,
+        ).body
+        upstream_body["model"] = route.model
+    upstream_body.pop("tools", None)
     return Turn(
         body=request,
         dialect=dialect,
         response_id=new_response_id(),
         context=[],
         input_items=[],
-        chat_body=chat_body,
+        upstream_body=upstream_body,
         echo={"model": body["model"], "store": False},
         store=False,
+        api=api,
     )
 
 

@@ -14,6 +14,10 @@ keys (each one key, or several separated by commas)::
         api_key_env: PROVIDER_API_KEY
         dialect: chat
         timeouts: {connect: 5, read: 120}
+      - name: vllm                 # its own /v1/responses, repaired on the way
+        url: http://127.0.0.1:8001/v1
+        dialect: responses
+        responses: repair            # or pass: its stream as it is, its faults counted
       - name: internal
         url: https://llm.internal.example/v1
         proxy: http://proxy.internal.example:3128   # else HTTPS_PROXY / NO_PROXY decide
@@ -70,6 +74,7 @@ class UpstreamSpec(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     url: Url
     api_key_env: EnvName | None = None
     dialect: Literal["both", "chat", "responses"] = "both"
+    responses: Literal["repair", "pass"] | None = None
     reasoning_field: Literal["reasoning_content", "reasoning"] = "reasoning_content"
     hosted_tools: Literal["drop", "refuse"] = "drop"
     timeouts: TimeoutsSpec = msgspec.field(default_factory=TimeoutsSpec)
@@ -230,6 +235,11 @@ def _set_up(
             transport = _transport(u, folder)
         except TransportError as exc:
             raise fault(["upstreams", n, exc.key], str(exc)) from None
+        if u.responses is not None and u.dialect == "chat":
+            raise fault(
+                ["upstreams", n, "responses"],
+                "an upstream of dialect chat has no Responses API to repair or pass",
+            )
         settings.append(
             UpstreamSettings(
                 u.name,
@@ -240,6 +250,9 @@ def _set_up(
                 u.hosted_tools,
                 timeouts,
                 transport,
+                # a Responses-only upstream serves the Responses route itself, repaired
+                # unless said; one that speaks both does so when told how
+                u.responses or ("repair" if u.dialect == "responses" else None),
             )
         )
     for n, r in enumerate(spec.models):

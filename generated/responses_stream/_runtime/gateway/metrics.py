@@ -107,6 +107,13 @@ class Metrics:
             registry=reg,
             multiprocess_mode="livesum",
         )
+        self.upstream_faults = Counter(
+            "responses_stream_upstream_stream_faults",
+            "Protocol faults in upstream Responses streams (responses: pass), by upstream,"
+            " mode and the validator's rule id, counted once per rule and stream",
+            ["upstream", "mode", "rule"],
+            registry=reg,
+        )
         self.store_operations = Counter(
             "responses_stream_store_operations",
             "Store operations, by operation and outcome (ok, error)",
@@ -148,6 +155,9 @@ class Metrics:
 
     def upstream_error(self, upstream: str, kind: str) -> None:
         self.upstream_errors.labels(upstream, kind).inc()
+
+    def upstream_fault(self, upstream: str, mode: str, rule: str) -> None:
+        self.upstream_faults.labels(upstream, mode, rule).inc()
 
     def exposition(self) -> bytes:
         """The metrics in Prometheus text format (every process's, when there are several)."""

@@ -13,6 +13,7 @@ from .chat_completion import TIMEOUT_CODES
 from .errors import GatewayError, bad_request
 from .http import dropped_tools_headers, error_response, event_stream, read_json
 from .pages import page
+from .passthrough import count_into, pass_through
 from .request_check import check_request
 from .state import Gateway
 from .turn import Turn, keep, plan_turn
@@ -27,6 +28,9 @@ async def create(gw: Gateway, request: Request, dialect: str) -> Response:
         check_request(body, "responses")
         route = gw.router.route(body["model"], "responses")
         caller = await gw.caller(request.headers.get("authorization"))
+        if route.settings.responses == "pass":
+            count = count_into(request.app.state.metrics)
+            return await pass_through(route, body, caller.upstream_authorization, count, dialect)
         turn = await plan_turn(gw.config, gw.store, body, dialect, caller=caller, route=route)
         streaming = bool(body.get("stream"))
         background = body.get("background") is True

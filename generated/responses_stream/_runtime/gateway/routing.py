@@ -23,9 +23,10 @@ from .upstream import Timeouts, Upstream
 
 log = logging.getLogger("responses_stream.gateway")
 
-# The API the gateway was asked on -> what an upstream must speak to serve it: Chat
-# Completions serves the gateway's Responses API, the Responses API its Chat Completions.
-_SERVES = {"responses": ("both", "chat"), "chat": ("both", "responses")}
+# The API the gateway was asked on -> what an upstream must speak to serve it: any serves
+# the gateway's Responses API (Chat Completions translated, a Responses API repaired or
+# passed: ``UpstreamSettings.responses``), the Responses API its Chat Completions.
+_SERVES = {"responses": ("both", "chat", "responses"), "chat": ("both", "responses")}
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,9 @@ class UpstreamSettings:
     hosted_tools: str = "drop"
     timeouts: Timeouts = field(default_factory=Timeouts)
     transport: Transport = field(default_factory=Transport)
+    # how the upstream's own /responses serves the gateway's Responses route: "repair"
+    # or "pass"; None: its chat completions do, translated
+    responses: str | None = None
 
     def __repr__(self) -> str:  # the key stays out of logs and tracebacks
         return f"UpstreamSettings({self.name!r}, {self.url!r}, dialect={self.dialect!r})"

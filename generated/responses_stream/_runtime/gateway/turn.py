@@ -1,4 +1,5 @@
-"""One Responses turn served from the upstream's chat completions.
+"""One Responses turn served from the upstream's chat completions, or from its own
+Responses API repaired (``responses_upstream``).
 
 ``plan_turn`` checks and translates the request (every refusal a
 :class:`GatewayError`, before the upstream is called); ``Turn.start`` opens the
@@ -24,12 +25,14 @@ from ..core.errors import NotReady
 from ..core.ids import CountingIds
 from ..core.processor import ProcessorError, get_dialect
 from ..inputs.api import asse_from_chat
+from ..inputs.repair import asse_from_responses
 from .chat_request import translate
 from .config import GatewayConfig
 from .context import ConnectionCache, conversation_id, find_conversation, load_context
 from .errors import GatewayError, bad_request
 from .items import with_status
 from .references import input_items
+from .responses_upstream import responses_body
 from .routing import Routed
 from .store import Store, StoredResponse
 from .store_guard import check_writable
@@ -69,12 +72,13 @@ class Turn:
     response_id: str
     context: list[dict[str, Any]]
     input_items: list[dict[str, Any]]
-    chat_body: dict[str, Any]
+    upstream_body: dict[str, Any]
     echo: dict[str, Any]
     store: bool
     dropped: list[str] = field(default_factory=list)  # hosted tools left out upstream
     tenant: str | None = None  # whose record it is, once stored
     conversation: str | None = None  # the conversation it is made in, its items added at its end
+    api: str = "chat"  # the upstream API it is served from: "chat", or "responses" repaired
     response: dict[str, Any] | None = None
     _stream: UpstreamStream | None = field(default=None, repr=False)
     _frames: AsyncGenerator[bytes, None] | None = field(default=None, repr=False)
@@ -95,14 +99,17 @@ class Turn:
         request, so ``response.created`` goes out at once; an answer that is not
         streamed waits for the upstream's first event, so a failure up to there is
         still an HTTP error."""
-        stream = upstream.stream("/chat/completions", self.chat_body, authorization, terminal=False)
+        repair = self.api == "responses"
+        path = "/responses" if repair else "/chat/completions"
+        stream = upstream.stream(path, self.upstream_body, authorization, terminal=repair)
+        convert = asse_from_responses if repair else asse_from_chat
         frames = cast(
             AsyncGenerator[bytes, None],
-            asse_from_chat(
+            convert(
                 stream,
                 dialect=self.dialect,
                 request=self.echo,
-                model=self.chat_body["model"],
+                model=self.upstream_body["model"],
                 response_id=self.response_id,
                 joined=True,
             ),
@@ -133,7 +140,7 @@ class Turn:
                 _one(NO_GENERATION),
                 dialect=self.dialect,
                 request=self.echo,
-                model=self.chat_body["model"],
+                model=self.upstream_body["model"],
                 response_id=self.response_id,
                 joined=True,
             ),
@@ -299,16 +306,21 @@ async def plan_turn(
             max_chain=config.max_chain,
             status=missing_status,
         )
-    chat = translate(
-        body,
-        [*context, *inputs],
-        reasoning_field=route.settings.reasoning_field,
-        context_len=len(context),
-        hosted_tools=route.settings.hosted_tools,
-    )
-    chat.body["model"] = route.model
-    if chat.dropped:
-        log.info("left out of the upstream request (hosted tools): %s", ", ".join(chat.dropped))
+    api, dropped = "chat", []
+    if route.settings.responses == "repair":
+        api, upstream_body = "responses", responses_body(body, [*context, *inputs], route.model)
+    else:
+        chat = translate(
+            body,
+            [*context, *inputs],
+            reasoning_field=route.settings.reasoning_field,
+            context_len=len(context),
+            hosted_tools=route.settings.hosted_tools,
+        )
+        upstream_body, dropped = chat.body, chat.dropped
+        upstream_body["model"] = route.model
+    if dropped:
+        log.info("left out of the upstream request (hosted tools): %s", ", ".join(dropped))
     keep = body.get("store")
     if keep is not False or conversation is not None:
         check_writable(store)  # a store known to be down: refused before the upstream is called
@@ -322,12 +334,13 @@ async def plan_turn(
         response_id=new_response_id(),
         context=context,
         input_items=inputs,
-        chat_body=chat.body,
+        upstream_body=upstream_body,
         echo=echo,
         store=keep is not False,
-        dropped=chat.dropped,
+        dropped=dropped,
         tenant=caller.tenant,
         conversation=conversation,
+        api=api,
     )
 
 

@@ -266,6 +266,8 @@ class ResponsesRepair(ItemWriter):
         self.done = True
         usage = response.get("usage")
         usage = normalize_usage(usage) if isinstance(usage, Mapping) else None
+        cut = status == "completed" and self._cut(usage)
+        self._stream_pending("completed" if status == "completed" and not cut else "incomplete")
         if status == "failed":
             error = response.get("error")
             if not isinstance(error, Mapping) or not error:
@@ -277,7 +279,7 @@ class ResponsesRepair(ItemWriter):
             self.proc.truncate(
                 reason if reason in INCOMPLETE_REASONS else "max_output_tokens", usage
             )
-        elif self._cut(usage):
+        elif cut:
             self._note("completed_but_cut")
             self.proc.truncate("max_output_tokens", usage)
         else:

@@ -11,6 +11,7 @@ from typing import Any
 
 from ...core import wire
 from ...core.convert import declared_tools
+from ...core.errors import ResponsesStreamError
 from ...core.processor import ItemHandle, ProcessorError, StreamProcessor
 from .markup import CallMarkup, MarkupCall
 
@@ -25,7 +26,7 @@ KEPT_FIELDS = {
 }
 
 
-class BadStream(Exception):
+class BadStream(ResponsesStreamError, ValueError):
     """The server's stream cannot be repaired from here: its message ends the stream."""
 
 
@@ -70,6 +71,7 @@ class ItemWriter:
         self.order: list[_Item] = []
         self.last: _Item | None = None  # the item the last content went to
         self.repairs: dict[str, int] = {}  # what was repaired, by kind, for logs and metrics
+        self.pending: list[_Item] = []  # ended calls whose arguments are not JSON
 
     def _open(self, found: _Item) -> ItemHandle:
         """The item's open handle: opened (or, for text after another item began, a new
@@ -188,6 +190,9 @@ class ItemWriter:
     def _stream_call(self, found: _Item, status: str = "completed") -> None:
         """The held call, streamed: several when its arguments are JSON objects glued
         together (each its own call, the first with the server's call id)."""
+        if found.type == "function_call" and not found.args.strip():
+            self._note("empty_arguments")
+            found.args = "{}"  # a call without arguments, as OpenAI's API writes one
         glued = _glued(found.args) if found.type == "function_call" else None
         if glued is None:
             handle = self._open(found)
@@ -217,9 +222,11 @@ class ItemWriter:
         elif found.type in CALL_ITEMS:
             self._settle_args(found, _text(item.get("arguments", item.get("input"))))
         if found.type in CALL_ITEMS:
-            self._stream_call(
-                found, "incomplete" if item.get("status") == "incomplete" else "completed"
-            )
+            status = "incomplete" if item.get("status") == "incomplete" else "completed"
+            if status == "completed" and _broken(found):
+                self.pending.append(found)  # cut short or malformed: the end tells which
+            else:
+                self._stream_call(found, status)
             return
         handle = found.handle
         if handle is None:
@@ -254,9 +261,18 @@ class ItemWriter:
             if not part.done:
                 self._settle_text(found, part, None)
 
+    def _stream_pending(self, status: str) -> None:
+        """The ended calls whose arguments are not JSON, once the end of the stream says
+        whether the output was cut (``incomplete``: cut at the token limit, as OpenAI's
+        API ends such a call) or not (their arguments are as the model wrote them)."""
+        pending, self.pending = self.pending, []
+        for found in pending:
+            self._stream_call(found, status)
+
     def _flush_held(self) -> None:
         """What is held when the stream fails: text that may have begun a call's markup,
         and the calls not yet streamed (closed incomplete)."""
+        self._stream_pending("incomplete")
         for found in self.order:
             if found.markup is not None:
                 for part in found.parts:
@@ -298,3 +314,8 @@ def _glued(text: str) -> list[str] | None:
         out.append(text[at:end])
         at = end
     return out if len(out) > 1 else None
+
+
+def _broken(found: _Item) -> bool:
+    """A function call whose arguments are neither JSON nor JSON objects glued together."""
+    return found.type == "function_call" and not _is_json(found.args) and _glued(found.args) is None
