@@ -248,7 +248,7 @@ def test_internal_errors_are_one_line_unless_debug() -> None:
 
 
 # -- help, version, options ------------------------------------------------------------
-COMMANDS = ("from-chat", "validate", "to-chat")
+COMMANDS = ("from-chat", "repair", "validate", "to-chat")
 
 
 @pytest.mark.parametrize("command", COMMANDS)

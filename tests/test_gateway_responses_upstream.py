@@ -14,9 +14,10 @@ from pathlib import Path
 import httpx
 import openai
 import pytest
-from gateway_support import sdk
+from gateway_support import sdk, ws_turn
 from http_support import serve
 from stateless_upstream import StatelessUpstream
+from websockets.sync.client import connect
 
 from responses_stream import parse_sse, validate_payloads
 from responses_stream._runtime.gateway.asgi import create_app
@@ -184,6 +185,31 @@ def test_compaction_over_a_repaired_server(setup: Setup) -> None:
     sent = setup.repaired.requests[-1]
     assert sent["store"] is False and "tools" not in sent
     assert sent["input"][0]["content"][0]["text"] == "remember this"
+
+
+def test_item_references_and_a_websocket_over_a_repaired_server(setup: Setup) -> None:
+    client = sdk(setup.url)
+    first = client.responses.create(model="repaired", input="keep me")
+    reference = {"type": "item_reference", "id": first.output[0].id}
+    again = client.responses.create(
+        model="repaired", input=[reference, {"role": "user", "content": "and me"}]
+    )
+    assert again.output_text == "Seen 2 items. You said: and me"
+    sent = setup.repaired.requests[-1]["input"]
+    assert sent[0]["content"][0]["text"] == "Seen 1 items. You said: keep me"  # resolved
+    url = "ws" + setup.url.removeprefix("http") + "/v1/responses"
+    with connect(url, additional_headers={"authorization": "Bearer sk-client"}) as ws:
+        events = ws_turn(ws, {"type": "response.create", "model": "repaired", "input": "ws"})
+        follow = {
+            "type": "response.create",
+            "model": "repaired",
+            "input": "more",
+            "previous_response_id": events[-1]["response"]["id"],
+        }
+        more = ws_turn(ws, follow)
+    assert errors(events) == [] and errors(more) == []
+    text = more[-1]["response"]["output"][0]["content"][0]["text"]
+    assert text == "Seen 3 items. You said: more"
 
 
 # -- pass --------------------------------------------------------------------------------

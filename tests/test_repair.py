@@ -10,6 +10,8 @@ what the server said (its text, reasoning and calls), read from the server's own
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections import Counter
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -113,14 +115,20 @@ def test_markup_stays_text_when_the_request_offered_no_function() -> None:
     assert kind == "message" and text.startswith("<tool_call>") and "Paris" in text
 
 
+def _upstream_lines(model: str) -> list[str]:
+    """The stream a served model names: a file of tests/repair, or ``broken/NAME``."""
+    if model.startswith("broken/"):
+        return _payloads(BROKEN / f"{model.removeprefix('broken/')}.sse")
+    return lines_of(REPAIR / model)
+
+
 @pytest.fixture(scope="module")
 def server() -> Iterator[str]:
-    """Serves the repair of a recording: the model names the file in tests/repair."""
+    """Serves the repair of a recorded stream, the one the request's model names."""
 
     async def responses(request: Request) -> StreamingResponse:
         body = await request.json()
-        lines = lines_of(REPAIR / body["model"])
-        frames = sse_from_responses(lines, request=body, model="gemma")
+        frames = sse_from_responses(_upstream_lines(body["model"]), request=body, model="m")
         return StreamingResponse(frames, media_type="text/event-stream")
 
     app = Starlette(routes=[Route("/v1/responses", responses, methods=["POST"])])
@@ -128,22 +136,42 @@ def server() -> Iterator[str]:
         yield url
 
 
-@pytest.mark.parametrize("name", sorted(CASES))
-def test_the_strict_sdk_reads_each_repaired_stream(server: str, name: str) -> None:
+def sdk_read(server: str, model: str, request: Mapping[str, Any]) -> list[Any]:
+    """The events of a repaired stream as the strict openai SDK reads them."""
     client = OpenAI(
         base_url=server + "/v1", api_key="x", max_retries=0, _strict_response_validation=True
     )
-    request = {k: v for k, v in CASES[name]["request"].items() if k not in ("stream", "model")}
-    with client.responses.stream(model=name, **request) as stream:
-        events = list(stream)
+    asked = {k: v for k, v in request.items() if k not in ("stream", "model")}
+    with client.responses.stream(model=model, **asked) as stream:
+        return list(stream)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_the_strict_sdk_reads_each_repaired_stream_to_what_the_server_said(
+    server: str, name: str
+) -> None:
+    events = sdk_read(server, name, CASES[name]["request"])
     kinds = [event.type for event in events]
     assert kinds[:2] == ["response.created", "response.in_progress"]
     if name.startswith("vllm-40418"):  # the server broke off with an error
         assert kinds[-2:] == ["error", "response.failed"]
+        assert events[-2].code == "500"
         return
     assert kinds[-1] == "response.incomplete"
-    final = events[-1].response  # type: ignore[union-attr]
-    assert final.status == "incomplete" and final.output
+    final = events[-1].response.to_dict()
+    expected = repaired(lines_of(REPAIR / name), CASES[name]["request"])[-1]["response"]
+    assert said(final["output"]) == said(expected["output"])  # checked above, from the server's
+    assert final["status"] == "incomplete"
+
+
+@pytest.mark.parametrize("name", sorted(p.stem for p in BROKEN.glob("*.sse")))
+def test_the_strict_sdk_reads_each_repaired_broken_stream(server: str, name: str) -> None:
+    events = sdk_read(server, f"broken/{name}", {"input": "Hi"})
+    final = events[-1].response.to_dict()
+    assert events[-1].type in ("response.completed", "response.incomplete", "response.failed")
+    assert said(final["output"]) == said(
+        repaired(_payloads(BROKEN / f"{name}.sse"))[-1]["response"]["output"]
+    )
 
 
 # -- the hand-made faulty streams and the genuine recordings ---------------------------------
@@ -345,3 +373,49 @@ def test_an_error_event_keeps_the_servers_code_and_message() -> None:
     out = repaired([json.dumps(e) for e in events])
     assert out[-2]["code"] == "rate_limit_exceeded" and "slow down" in out[-2]["message"]
     assert out[-1]["response"]["error"]["code"] == "rate_limit_exceeded"
+
+
+# -- the command line ----------------------------------------------------------------------
+def _cli(*args: str, stdin: bytes = b"") -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        [sys.executable, "-m", "responses_stream", "repair", *args],
+        cwd=HERE.parent / "generated",
+        input=stdin,
+        capture_output=True,
+        timeout=120,
+    )
+
+
+def test_repair_on_the_command_line(tmp_path: Path) -> None:
+    name = "vllm-29725--markup-in-text.jsonl"
+    request = tmp_path / "request.json"
+    request.write_text(json.dumps(CASES[name]["request"]), encoding="utf-8")
+    done = _cli("--request", str(request), str(REPAIR / name))
+    assert done.returncode == 0, done.stderr
+    events = [json.loads(m.data) for m in parse_sse([done.stdout])]
+    assert errors(events) == set()
+    assert events[-1]["response"]["model"] == "gemma"  # the request's
+    assert said(events[-1]["response"]["output"])[0] == (
+        "function_call",
+        "weather",
+        '{"city":"Paris"}',
+    )
+    # the same from stdin, as SSE, in the Open Responses dialect
+    sse = b"".join(b"data: " + line.encode() + b"\n\n" for line in lines_of(REPAIR / name))
+    done = _cli("--dialect", "openresponses", "--model", "m", stdin=sse)
+    assert done.returncode == 0, done.stderr
+    events = [json.loads(m.data) for m in parse_sse([done.stdout]) if m.data != "[DONE]"]
+    assert [
+        str(v)
+        for v in validate_payloads(events, "openresponses", strict=True)
+        if v.severity == "error"
+    ] == []
+
+
+def test_repair_exits_3_on_a_failed_stream_and_2_on_empty_input() -> None:
+    done = _cli(str(REPAIR / "vllm-40418--mid-stream-error.jsonl"))
+    assert done.returncode == 3
+    assert b"event: response.failed" in done.stdout and b"peg-native format" in done.stdout
+    empty = _cli(stdin=b"")
+    assert empty.returncode == 2 and empty.stdout == b""
+    assert b"the input is empty" in empty.stderr

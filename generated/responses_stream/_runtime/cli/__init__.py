@@ -36,6 +36,7 @@ from ..core.errors import ProcessorError, ResponsesStreamError
 from ..core.input_form import InputFormError, sse_from_input
 from ..core.sse_parse import SSEParser
 from ..inputs.api import ChatFeed, _close, _payloads
+from ..inputs.repair import ResponsesFeed
 from .parser import REASONING_MODES, build_parser
 
 OK = 0
@@ -214,6 +215,28 @@ def cmd_from_chat(args: argparse.Namespace) -> int:
         )
         return USAGE
     return FAILED if conv.proc.response.fields.get("status") == "failed" else OK
+
+
+def cmd_repair(args: argparse.Namespace) -> int:
+    request = _request(args.request)
+    model = args.model or (request or {}).get("model")
+    source = _open(args.file)  # a missing file is a usage error, and nothing is written
+    output = _Output()
+    blocks = _stream(args, _read_blocks(args.file, source, output.flush))
+    try:  # the stream starts: the request is checked before anything is written
+        feed = ResponsesFeed(args.dialect, request, model)
+    except ProcessorError as exc:
+        raise UsageError(f"--request: {exc}") from None
+    frames = output.frames
+    frames += feed.start_sse()
+    for block in blocks:
+        frames += feed.frames(block)
+        if feed.done:
+            break
+    else:
+        frames += feed.end_sse()
+    output.flush()
+    return FAILED if feed.repair.proc.response.fields.get("status") == "failed" else OK
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -405,6 +428,7 @@ def main(argv: list[str] | None = None) -> int:
 def _main(argv: list[str] | None) -> int:
     commands: dict[str, Callable[[argparse.Namespace], int]] = {
         "from-chat": cmd_from_chat,
+        "repair": cmd_repair,
         "validate": cmd_validate,
         "to-chat": cmd_to_chat,
         "check": cmd_check,

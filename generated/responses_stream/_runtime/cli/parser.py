@@ -47,6 +47,26 @@ examples:
 exit codes: 0 complete or incomplete, 2 usage, empty input or no chat chunk, 3 ends failed
 """
 
+REPAIR = """\
+Read a server's own Responses stream (the SSE of a stream=true /v1/responses
+response, or one event per line), however faulty, and write it repaired as SSE on
+stdout: sequence numbers, indexes and ids of its own, missing .added and .done
+events supplied, the final Response equal to the streamed items, a server error as
+error and response.failed, and tool calls a model's markup left in the text as
+function_call items when --request offered the functions. The stream written is
+always complete and strictly valid.
+"""
+
+REPAIR_EXAMPLES = """\
+examples:
+  {prog} repair server.sse > repaired.sse
+  {prog} repair --request request.json --dialect openresponses < server.sse
+  curl -sN URL/v1/responses -H 'content-type: application/json' -d @request.json \\
+    | {prog} repair --request request.json
+
+exit codes: 0 complete or incomplete, 2 usage or empty input, 3 ends failed
+"""
+
 VALIDATE = """\
 Check a Responses stream (SSE, or one JSON event per line) against the protocol:
 the envelope, item and part lifecycles, indexes, texts, and each event's shape
@@ -192,7 +212,7 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
         )
         return p
 
-    for add in (_from_chat, _validate, _to_chat, _check, _serve):
+    for add in (_from_chat, _repair, _validate, _to_chat, _check, _serve):
         add(command)
     return parser
 
@@ -219,6 +239,26 @@ def _from_chat(command: Command) -> None:
     _input_option(p)
     p.add_argument(
         "file", nargs="?", default="-", metavar="FILE", help="the chat stream input, - for stdin"
+    )
+
+
+def _repair(command: Command) -> None:
+    """``repair``: a server's faulty Responses SSE in, a valid one out."""
+    p = command(
+        "repair", "a server's Responses SSE -> valid Responses SSE", REPAIR, REPAIR_EXAMPLES
+    )
+    p.add_argument("--dialect", choices=DIALECTS, default="openai", help="the dialect written")
+    p.add_argument(
+        "--request",
+        metavar="JSON|FILE",
+        help="the /v1/responses request the server answered: inline JSON (starting with {) "
+        "or a JSON file; the Response echoes it, its functions are the calls the markup "
+        "may hold",
+    )
+    p.add_argument("--model", help="model name for the Response (default: the request's)")
+    _input_option(p)
+    p.add_argument(
+        "file", nargs="?", default="-", metavar="FILE", help="the server's stream, - for stdin"
     )
 
 
