@@ -51,6 +51,9 @@ class RouteRules(Rules):
                         f"item {it.type!r} needs name and call_id fields and a delta transition",
                     )
 
+        for kind, item in spec.tool_calls.client.items():
+            self.check_item_part(src, ("tool_calls", "client", kind), item, None)
+
     def check_harmony(self, src: Source) -> None:
         """The Harmony routes: each channel's item, transitions and value sources."""
         spec: sm.HarmonyRoutesFile = src.model

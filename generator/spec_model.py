@@ -350,6 +350,13 @@ class ChatToolRoute(Strict):
 
     function: str = Field(description="Item type for calls to function tools.")
     custom: str = Field(description="Item type for calls to custom tools.")
+    client: dict[str, str] = Field(
+        default_factory=dict,
+        description=(
+            "Client-run typed tool (as the converter names its kind) -> the item type its "
+            "calls become, made whole from the call's arguments when the call ends."
+        ),
+    )
 
 
 class ChatRoutesFile(Strict):
@@ -462,8 +469,16 @@ class RequestTool(Strict):
     function: dict[str, Any] | None = Field(
         None,
         description=(
-            "The chat function tool sent in its place, where it is not one itself "
-            "(a client tool_search); the request's description and parameters win."
+            "The chat function tool sent in its place, where it is not one itself (a client "
+            "tool_search, a client-run typed tool); the request's description and parameters "
+            "win. Its name is the one the model calls, unless a function of the request has it."
+        ),
+    )
+    item: str | None = Field(
+        None,
+        description=(
+            "The item type a call of a client-run typed tool comes back as (shell: "
+            "shell_call); the call's arguments are that item's action."
         ),
     )
 

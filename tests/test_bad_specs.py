@@ -47,7 +47,11 @@ CASES: dict[str, list[Edit]] = {
         )
     ],
     "request_tool_without_row": [
-        (REQ, "  computer: {fate: hosted, why: no chat model makes computer actions}\n", "")
+        (
+            REQ,
+            "  programmatic_tool_calling: {fate: hosted, why: OpenAI's servers run the program}\n",
+            "",
+        )
     ],
     "request_row_without_why": [
         (

@@ -20,6 +20,7 @@ from responses_stream import ResponsesStreamError
 BUILTIN_BASES: dict[str, type[BaseException]] = {
     "AccumulateError": ValueError,
     "BadChunk": ValueError,
+    "BadArguments": ValueError,
     "BadHarmony": ValueError,
     "BadStream": ValueError,
     "ConfigError": ValueError,

@@ -670,8 +670,6 @@ def test_chat_client_tool_search_is_a_function() -> None:
         "image_generation",
         "mcp",
         "tool_search",
-        "computer",
-        "computer_use_preview",
         "programmatic_tool_calling",
     ],
 )
@@ -705,12 +703,8 @@ HOSTED = {
         "web_search_preview",
         "file_search",
         "code_interpreter",
-        "computer_use_preview",
         "image_generation",
         "mcp",
-        "local_shell",
-        "shell",
-        "apply_patch",
         "tool_search",
     ],
 )
@@ -718,9 +712,18 @@ def test_chat_hosted_tools_are_refused(kind: Any) -> None:
     tools = [{"type": "function", "name": "f"}, HOSTED.get(kind, {"type": kind})]
     error = refusal(to_chat, {"tools": tools}, hosted_tools="refuse")
     assert (error.param, error.code) == ("tools[1].type", "unsupported_parameter")
-    if kind in ("local_shell", "shell", "apply_patch"):
-        error = refusal(to_chat, {"tools": tools})  # not hosted: refused whatever the policy
-        assert (error.param, error.code) == ("tools[1].type", "unsupported_parameter")
+
+
+@pytest.mark.parametrize(
+    "kind", ["shell", "local_shell", "apply_patch", "computer", "computer_use_preview"]
+)
+def test_chat_client_run_typed_tools_are_offered_whatever_the_policy(kind: str) -> None:
+    tool = HOSTED.get(kind, {"type": kind})
+    for policy in ("drop", "refuse"):
+        out = translate({"model": "m", "tools": [tool]}, normalize_input("hi"), hosted_tools=policy)
+        [offered] = out.body["tools"]
+        assert offered["type"] == "function" and out.dropped == []
+        assert offered["function"]["name"] == ("computer" if "computer" in kind else kind)
 
 
 def test_chat_a_tool_without_a_type_is_refused() -> None:
@@ -1392,19 +1395,6 @@ OTHER_ITEMS = {
         "status": "completed",
         "queries": ["q"],
     },
-    "computer_call": {
-        "type": "computer_call",
-        "id": "cu_1",
-        "call_id": "c",
-        "status": "completed",
-        "pending_safety_checks": [],
-        "action": {"type": "screenshot"},
-    },
-    "computer_call_output": {
-        "type": "computer_call_output",
-        "call_id": "c",
-        "output": {"type": "computer_screenshot", "image_url": "data:image/png;base64,AA=="},
-    },
     "code_interpreter_call": {
         "type": "code_interpreter_call",
         "id": "ci_1",
@@ -1418,20 +1408,6 @@ OTHER_ITEMS = {
         "id": "ig_1",
         "status": "completed",
         "result": None,
-    },
-    "local_shell_call": {
-        "type": "local_shell_call",
-        "id": "lsh_1",
-        "call_id": "c",
-        "status": "completed",
-        "action": {"type": "exec", "command": ["ls"], "env": {}},
-    },
-    "shell_call": {"type": "shell_call", "call_id": "c", "action": {"commands": ["ls"]}},
-    "apply_patch_call": {
-        "type": "apply_patch_call",
-        "call_id": "c",
-        "status": "completed",
-        "operation": {"type": "delete_file", "path": "a"},
     },
     "mcp_call": {
         "type": "mcp_call",

@@ -96,7 +96,7 @@ ITEMS: dict[str, dict[str, Any]] = {
             "done": {
                 "from": ["open", "diffed"],
                 "to": "closed",
-                "params": [],
+                "params": ["operation"],
                 "required": [],
                 "emits": ["response.output_item.done"],
                 "emits_from": {
@@ -107,7 +107,7 @@ ITEMS: dict[str, dict[str, Any]] = {
             "incomplete": {
                 "from": ["open", "diffed"],
                 "to": "closed",
-                "params": [],
+                "params": ["operation"],
                 "required": [],
                 "emits": ["response.output_item.done"],
                 "emits_from": {
@@ -830,7 +830,7 @@ ITEMS: dict[str, dict[str, Any]] = {
             "done": {
                 "from": ["open"],
                 "to": "closed",
-                "params": [],
+                "params": ["action"],
                 "required": [],
                 "emits": ["response.output_item.done"],
                 "emits_from": {"open": ["response.output_item.done"]},
@@ -838,7 +838,7 @@ ITEMS: dict[str, dict[str, Any]] = {
             "incomplete": {
                 "from": ["open"],
                 "to": "closed",
-                "params": [],
+                "params": ["action"],
                 "required": [],
                 "emits": ["response.output_item.done"],
                 "emits_from": {"open": ["response.output_item.done"]},
@@ -1395,7 +1395,7 @@ ITEMS: dict[str, dict[str, Any]] = {
             "done": {
                 "from": ["open"],
                 "to": "closed",
-                "params": [],
+                "params": ["action"],
                 "required": [],
                 "emits": ["response.output_item.done"],
                 "emits_from": {"open": ["response.output_item.done"]},
@@ -1403,7 +1403,7 @@ ITEMS: dict[str, dict[str, Any]] = {
             "incomplete": {
                 "from": ["open"],
                 "to": "closed",
-                "params": [],
+                "params": ["action"],
                 "required": [],
                 "emits": ["response.output_item.done"],
                 "emits_from": {"open": ["response.output_item.done"]},
@@ -2201,7 +2201,16 @@ CHAT_ROUTES: dict[str, Any] = {
         "content": {"item": "message", "part": "output_text"},
         "refusal": {"item": "message", "part": "refusal"},
     },
-    "tool_calls": {"function": "function_call", "custom": "custom_tool_call"},
+    "tool_calls": {
+        "function": "function_call",
+        "custom": "custom_tool_call",
+        "client": {
+            "shell": "shell_call",
+            "local_shell": "local_shell_call",
+            "apply_patch": "apply_patch_call",
+            "computer": "computer_call",
+        },
+    },
     "finish_reasons": {
         "stop": "completed",
         "tool_calls": "completed",

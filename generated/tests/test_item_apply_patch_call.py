@@ -69,7 +69,9 @@ SCENARIOS: list[dict[str, Any]] = [
             },
             {
                 "method": "done",
-                "kwargs": {},
+                "kwargs": {
+                    "operation": {"type": "create_file", "path": "notes.md", "diff": "+hi\n"}
+                },
                 "events": [["response.output_item.done", "output", -1]],
             },
         ],
@@ -100,7 +102,7 @@ SCENARIOS: list[dict[str, Any]] = [
             },
             {
                 "method": "incomplete",
-                "kwargs": {},
+                "kwargs": {"operation": {"type": "create_file", "path": "notes.md", "diff": ""}},
                 "events": [["response.output_item.done", "output", -1]],
             },
         ],

@@ -50,7 +50,7 @@ SCENARIOS: list[dict[str, Any]] = [
             },
             {
                 "method": "done",
-                "kwargs": {},
+                "kwargs": {"action": {"type": "exec", "command": ["ls"], "env": {}}},
                 "events": [["response.output_item.done", "output", -1]],
             },
         ],
@@ -71,7 +71,7 @@ SCENARIOS: list[dict[str, Any]] = [
             },
             {
                 "method": "incomplete",
-                "kwargs": {},
+                "kwargs": {"action": {"type": "exec", "command": [], "env": {}}},
                 "events": [["response.output_item.done", "output", -1]],
             },
         ],

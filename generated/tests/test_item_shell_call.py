@@ -106,7 +106,13 @@ SCENARIOS: list[dict[str, Any]] = [
             },
             {
                 "method": "done",
-                "kwargs": {},
+                "kwargs": {
+                    "action": {
+                        "commands": ["echo hi"],
+                        "timeout_ms": None,
+                        "max_output_length": None,
+                    }
+                },
                 "events": [["response.output_item.done", "output", -1]],
             },
         ],
@@ -173,7 +179,9 @@ SCENARIOS: list[dict[str, Any]] = [
             },
             {
                 "method": "incomplete",
-                "kwargs": {},
+                "kwargs": {
+                    "action": {"commands": [], "timeout_ms": None, "max_output_length": None}
+                },
                 "events": [["response.output_item.done", "output", -1]],
             },
         ],

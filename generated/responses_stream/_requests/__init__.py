@@ -287,22 +287,178 @@ ROUTES: dict[str, dict[str, Any]] = {
                 "fate": "hosted",
                 "why": "OpenAI's servers run the program",
             },
-            "computer": {"fate": "hosted", "why": "no chat model makes computer actions"},
+            "computer": {
+                "fate": "translated",
+                "why": "a function taking the action; its call is a computer_call the client performs",
+                "function": {
+                    "name": "computer",
+                    "description": "Act on the computer's screen: click, double_click, drag, keypress, move, screenshot, scroll, type or wait.",
+                    "parameters": {
+                        "type": "object",
+                        "properties": {
+                            "type": {
+                                "type": "string",
+                                "enum": [
+                                    "click",
+                                    "double_click",
+                                    "drag",
+                                    "keypress",
+                                    "move",
+                                    "screenshot",
+                                    "scroll",
+                                    "type",
+                                    "wait",
+                                ],
+                            },
+                            "x": {"type": "integer"},
+                            "y": {"type": "integer"},
+                            "button": {
+                                "type": "string",
+                                "enum": ["left", "right", "wheel", "back", "forward"],
+                            },
+                            "path": {
+                                "type": "array",
+                                "items": {
+                                    "type": "object",
+                                    "properties": {
+                                        "x": {"type": "integer"},
+                                        "y": {"type": "integer"},
+                                    },
+                                    "required": ["x", "y"],
+                                },
+                            },
+                            "keys": {"type": "array", "items": {"type": "string"}},
+                            "scroll_x": {"type": "integer"},
+                            "scroll_y": {"type": "integer"},
+                            "text": {"type": "string"},
+                        },
+                        "required": ["type"],
+                    },
+                },
+                "item": "computer_call",
+            },
             "computer_use_preview": {
-                "fate": "hosted",
-                "why": "no chat model makes computer actions",
+                "fate": "translated",
+                "why": "a function taking the action; its call is a computer_call the client performs",
+                "function": {
+                    "name": "computer",
+                    "description": "Act on the computer's screen: click, double_click, drag, keypress, move, screenshot, scroll, type or wait.",
+                    "parameters": {
+                        "type": "object",
+                        "properties": {
+                            "type": {
+                                "type": "string",
+                                "enum": [
+                                    "click",
+                                    "double_click",
+                                    "drag",
+                                    "keypress",
+                                    "move",
+                                    "screenshot",
+                                    "scroll",
+                                    "type",
+                                    "wait",
+                                ],
+                            },
+                            "x": {"type": "integer"},
+                            "y": {"type": "integer"},
+                            "button": {
+                                "type": "string",
+                                "enum": ["left", "right", "wheel", "back", "forward"],
+                            },
+                            "path": {
+                                "type": "array",
+                                "items": {
+                                    "type": "object",
+                                    "properties": {
+                                        "x": {"type": "integer"},
+                                        "y": {"type": "integer"},
+                                    },
+                                    "required": ["x", "y"],
+                                },
+                            },
+                            "keys": {"type": "array", "items": {"type": "string"}},
+                            "scroll_x": {"type": "integer"},
+                            "scroll_y": {"type": "integer"},
+                            "text": {"type": "string"},
+                        },
+                        "required": ["type"],
+                    },
+                },
+                "item": "computer_call",
             },
             "shell": {
-                "fate": "refused",
-                "why": "'shell' tools are called with shell_call items, which no chat upstream produces",
+                "fate": "translated",
+                "why": "a function taking the commands; its call is a shell_call the client runs",
+                "function": {
+                    "name": "shell",
+                    "description": "Run shell commands, in order, and read their output.",
+                    "parameters": {
+                        "type": "object",
+                        "properties": {
+                            "commands": {
+                                "type": "array",
+                                "items": {"type": "string"},
+                                "description": "the commands to run",
+                            },
+                            "timeout_ms": {
+                                "type": "integer",
+                                "description": "how long they may run",
+                            },
+                            "max_output_length": {
+                                "type": "integer",
+                                "description": "the most output characters to return",
+                            },
+                        },
+                        "required": ["commands"],
+                    },
+                },
+                "item": "shell_call",
             },
             "local_shell": {
-                "fate": "refused",
-                "why": "'local_shell' tools are called with local_shell_call items, which no chat upstream produces",
+                "fate": "translated",
+                "why": "a function taking the command; its call is a local_shell_call the client runs",
+                "function": {
+                    "name": "local_shell",
+                    "description": "Run a command in the local shell, as an argument vector.",
+                    "parameters": {
+                        "type": "object",
+                        "properties": {
+                            "command": {
+                                "type": "array",
+                                "items": {"type": "string"},
+                                "description": "the program and its arguments",
+                            },
+                            "env": {"type": "object", "additionalProperties": {"type": "string"}},
+                            "working_directory": {"type": "string"},
+                            "timeout_ms": {"type": "integer"},
+                            "user": {"type": "string"},
+                        },
+                        "required": ["command"],
+                    },
+                },
+                "item": "local_shell_call",
             },
             "apply_patch": {
-                "fate": "refused",
-                "why": "'apply_patch' tools are called with apply_patch_call items, which no chat upstream produces",
+                "fate": "translated",
+                "why": "a function taking the operation; its call is an apply_patch_call the client applies",
+                "function": {
+                    "name": "apply_patch",
+                    "description": "Create, update or delete a file: for create_file and update_file, the diff in the V4A format (lines starting with +, - or a space).",
+                    "parameters": {
+                        "type": "object",
+                        "properties": {
+                            "type": {
+                                "type": "string",
+                                "enum": ["create_file", "update_file", "delete_file"],
+                            },
+                            "path": {"type": "string"},
+                            "diff": {"type": "string"},
+                        },
+                        "required": ["type", "path"],
+                    },
+                },
+                "item": "apply_patch_call",
             },
         },
         "keys": {

@@ -784,7 +784,7 @@ class ApplyPatchCallEmitter(
         )
         return events
 
-    def done(self) -> list[_T_ResponseOutputItemDoneEvent]:
+    def done(self, operation: dict[str, Any] | None = None) -> list[_T_ResponseOutputItemDoneEvent]:
         "The 'done' transition: emits response.output_item.done."
 
         if self.state not in (
@@ -805,6 +805,8 @@ class ApplyPatchCallEmitter(
         events: list[_T_ResponseOutputItemDoneEvent] = []
         self.state = "closed"
         self.status = "completed"
+        if operation is not None:
+            self.operation = operation
         seq = self._stream.seq
         snap = self.snapshot()
         self._stream.close_item(self.output_index, snap)
@@ -815,7 +817,9 @@ class ApplyPatchCallEmitter(
         )
         return events
 
-    def incomplete(self) -> list[_T_ResponseOutputItemDoneEvent]:
+    def incomplete(
+        self, operation: dict[str, Any] | None = None
+    ) -> list[_T_ResponseOutputItemDoneEvent]:
         "Cut short.  The SDK's status enum has no incomplete; response.incomplete tells the cut."
 
         if self.state not in (
@@ -836,6 +840,8 @@ class ApplyPatchCallEmitter(
         events: list[_T_ResponseOutputItemDoneEvent] = []
         self.state = "closed"
         self.status = "completed"
+        if operation is not None:
+            self.operation = operation
         seq = self._stream.seq
         snap = self.snapshot()
         self._stream.close_item(self.output_index, snap)
@@ -2567,7 +2573,7 @@ class LocalShellCallEmitter(
         )
         return events
 
-    def done(self) -> list[_T_ResponseOutputItemDoneEvent]:
+    def done(self, action: dict[str, Any] | None = None) -> list[_T_ResponseOutputItemDoneEvent]:
         "The 'done' transition: emits response.output_item.done."
 
         if self.state != "open":
@@ -2577,6 +2583,8 @@ class LocalShellCallEmitter(
         events: list[_T_ResponseOutputItemDoneEvent] = []
         self.state = "closed"
         self.status = "completed"
+        if action is not None:
+            self.action = action
         seq = self._stream.seq
         snap = self.snapshot()
         self._stream.close_item(self.output_index, snap)
@@ -2587,7 +2595,9 @@ class LocalShellCallEmitter(
         )
         return events
 
-    def incomplete(self) -> list[_T_ResponseOutputItemDoneEvent]:
+    def incomplete(
+        self, action: dict[str, Any] | None = None
+    ) -> list[_T_ResponseOutputItemDoneEvent]:
         "The 'incomplete' transition: emits response.output_item.done."
 
         if self.state != "open":
@@ -2597,6 +2607,8 @@ class LocalShellCallEmitter(
         events: list[_T_ResponseOutputItemDoneEvent] = []
         self.state = "closed"
         self.status = "incomplete"
+        if action is not None:
+            self.action = action
         seq = self._stream.seq
         snap = self.snapshot()
         self._stream.close_item(self.output_index, snap)
@@ -4636,7 +4648,7 @@ class ShellCallEmitter(
         )
         return events
 
-    def done(self) -> list[_T_ResponseOutputItemDoneEvent]:
+    def done(self, action: dict[str, Any] | None = None) -> list[_T_ResponseOutputItemDoneEvent]:
         "The 'done' transition: emits response.output_item.done."
 
         if self.state != "open":
@@ -4646,6 +4658,8 @@ class ShellCallEmitter(
         events: list[_T_ResponseOutputItemDoneEvent] = []
         self.state = "closed"
         self.status = "completed"
+        if action is not None:
+            self.action = action
         seq = self._stream.seq
         snap = self.snapshot()
         self._stream.close_item(self.output_index, snap)
@@ -4656,7 +4670,9 @@ class ShellCallEmitter(
         )
         return events
 
-    def incomplete(self) -> list[_T_ResponseOutputItemDoneEvent]:
+    def incomplete(
+        self, action: dict[str, Any] | None = None
+    ) -> list[_T_ResponseOutputItemDoneEvent]:
         "The 'incomplete' transition: emits response.output_item.done."
 
         if self.state != "open":
@@ -4666,6 +4682,8 @@ class ShellCallEmitter(
         events: list[_T_ResponseOutputItemDoneEvent] = []
         self.state = "closed"
         self.status = "incomplete"
+        if action is not None:
+            self.action = action
         seq = self._stream.seq
         snap = self.snapshot()
         self._stream.close_item(self.output_index, snap)

@@ -190,9 +190,21 @@ def function_tools(tools: Any) -> list[dict[str, Any]]:
 class Tool:
     """A tool the model may call, as the request declared it."""
 
-    kind: str  # "function", "custom" or "tool_search" (client-run)
+    kind: str  # "function", "custom", "tool_search" (client-run) or a typed tool's kind
     name: str
     namespace: str | None = None
+
+
+# Client-run typed tools: the request's tool type -> the kind a chat model calls it as (a
+# function of that name, its arguments the action; the chat routes name the item a
+# call of each kind becomes).
+TYPED_TOOLS = {
+    "shell": "shell",
+    "local_shell": "local_shell",
+    "apply_patch": "apply_patch",
+    "computer": "computer",
+    "computer_use_preview": "computer",
+}
 
 
 def tool_index(request: Mapping[str, Any] | None) -> dict[str, Tool]:
@@ -226,7 +238,23 @@ def declared_tools(request: Mapping[str, Any] | None) -> dict[str, Tool]:
                     sub_kind = "custom" if sub.get("type") == "custom" else "function"
                     called = f"{tool['name']}.{sub['name']}"
                     out[called] = Tool(sub_kind, sub["name"], tool["name"])
+    for tool in tools if isinstance(tools, list) else []:
+        given = tool.get("type") if isinstance(tool, Mapping) else None
+        kind = TYPED_TOOLS.get(given) if isinstance(given, str) else None
+        if kind is not None and all(t.kind != kind for t in out.values()):
+            called = typed_name(kind, out)
+            out[called] = Tool(kind, called)
     return out
+
+
+def typed_name(kind: str, taken: Mapping[str, Any]) -> str:
+    """The name a typed tool is called as: its kind, unless a tool of the request has that
+    name (then ``KIND_tool``, ``KIND_tool_2``...)."""
+    name, n = kind, 1
+    while name in taken:
+        n += 1
+        name = f"{kind}_tool" if n == 2 else f"{kind}_tool_{n - 1}"
+    return name
 
 
 def resolve_tool(index: Mapping[str, Tool], called: str, kind: str = "function") -> Tool:

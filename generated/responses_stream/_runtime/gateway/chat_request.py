@@ -16,13 +16,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..._requests import ROUTES
-from ..core.convert import declared_tools
+from ..core.convert import TYPED_TOOLS, Tool, declared_tools
 from ..core.tool_names import ToolNames
+from .client_tools import CALLS as TYPED_CALLS
+from .client_tools import OUTPUTS as TYPED_OUTPUTS
+from .client_tools import call_arguments, output_content, typed_function
 from .compaction_token import open_summary
 from .errors import GatewayError, bad_request, unsupported
 from .request_check import translate_rows
 
 TOOLS: dict[str, dict[str, Any]] = ROUTES["responses"]["tools"]  # tool type -> its fate
+CALL_KINDS = frozenset(TYPED_TOOLS.values())  # the kinds of the client-run typed tools
 HOSTED = "a chat completions upstream has no hosted tools"
 LOGPROBS = "message.output_text.logprobs"
 SUMMARY_HEADER = "Summary of the earlier conversation:\n"
@@ -46,11 +50,14 @@ class ChatRequest:
 class _Out(dict[str, Any]):
     """The translated fields, and what translating them needs and finds."""
 
-    def __init__(self, hosted_tools: str, names: ToolNames) -> None:
+    def __init__(self, hosted_tools: str, declared: Mapping[str, Tool]) -> None:
         super().__init__()
         self.hosted_tools = hosted_tools
-        self.names = names
+        self.names = ToolNames(declared)
+        # a typed tool's kind -> the name the model calls it by
+        self.typed = {t.kind: called for called, t in declared.items() if t.kind in CALL_KINDS}
         self.dropped: list[str] = []
+        self.offered: set[str] = set()
 
 
 def translate(
@@ -71,9 +78,9 @@ def translate(
     ``previous_response_id``.  ``hosted_tools`` is ``drop`` (left out, listed in
     ``dropped``) or ``refuse`` (a 400).
     """
-    out = _Out(hosted_tools, ToolNames(declared_tools(body)))
+    out = _Out(hosted_tools, declared_tools(body))
     translate_rows(body, "responses", out, CONVERTERS, ("model", "messages"))
-    messages = _Messages(reasoning_field, developer_role, out.names)
+    messages = _Messages(reasoning_field, developer_role, out.names, out.typed)
     if body.get("instructions"):
         messages.out.append({"role": "system", "content": body["instructions"]})
     for i, item in enumerate(items):
@@ -85,6 +92,7 @@ def translate(
             why = f"item {i} of the previous response's context cannot be sent: {exc.message}"
             param = "previous_response_id"
             raise GatewayError(exc.status, why, code=exc.code, param=param) from None
+    messages.screenshots()
     head = {"model": body["model"], "messages": messages.out, "stream": True}
     return ChatRequest({**head, "stream_options": {"include_usage": True}, **out}, out.dropped)
 
@@ -127,6 +135,12 @@ def _tool(tool: Mapping[str, Any], where: str, out: _Out) -> list[dict[str, Any]
     if kind == "tool_search" and tool.get("execution") == "client":  # else hosted
         function = {**TOOLS[kind]["function"], **_set(tool, "description", "parameters")}
         return [{"type": "function", "function": function}]
+    if kind in TYPED_TOOLS:  # client-run: a function taking its action
+        called = out.typed[TYPED_TOOLS[kind]]
+        if called in out.offered:  # computer and computer_use_preview: offered once
+            return []
+        out.offered.add(called)
+        return [typed_function(tool, TOOLS[kind], out.names.wire(called))]
     if TOOLS[kind]["fate"] == "refused":
         raise unsupported(f"{where}.type", TOOLS[kind]["why"])
     if out.hosted_tools == "refuse":
@@ -163,18 +177,29 @@ def _tool_choice(value: Any, out: _Out) -> None:
         out.dropped.append(f"tool_choice:{kind}")  # its tool is dropped: the choice goes too
         return
     if kind != "allowed_tools":
-        out["tool_choice"] = _named_choice(value, "tool_choice", out.names, declared=True)
+        out["tool_choice"] = _named_choice(
+            value, "tool_choice", out.names, out.typed, declared=True
+        )
         return
     tools = value["tools"]
-    named = [_named_choice(t, f"tool_choice.tools[{i}]", out.names) for i, t in enumerate(tools)]
+    named = [
+        _named_choice(t, f"tool_choice.tools[{i}]", out.names, out.typed)
+        for i, t in enumerate(tools)
+    ]
     allowed = {"mode": value["mode"], "tools": named}
     out["tool_choice"] = {"type": "allowed_tools", "allowed_tools": allowed}
 
 
 def _named_choice(
-    choice: Mapping[str, Any], where: str, names: ToolNames, declared: bool = False
+    choice: Mapping[str, Any],
+    where: str,
+    names: ToolNames,
+    typed: Mapping[str, str],
+    declared: bool = False,
 ) -> dict[str, Any]:
     kind = choice.get("type")
+    if kind in TYPED_TOOLS and TYPED_TOOLS[kind] in typed:
+        return {"type": "function", "function": {"name": names.wire(typed[TYPED_TOOLS[kind]])}}
     if kind not in ("function", "custom") or "name" not in choice:
         raise unsupported(f"{where}.type", f"{kind!r}: {HOSTED}")
     name = choice["name"]
@@ -196,8 +221,16 @@ CONVERTERS: dict[str, Converter] = {
 class _Messages:
     """Chat messages built from context items, one item at a time."""
 
-    def __init__(self, reasoning_field: str, developer_role: str, names: ToolNames) -> None:
+    def __init__(
+        self,
+        reasoning_field: str,
+        developer_role: str,
+        names: ToolNames,
+        typed: Mapping[str, str] | None = None,
+    ) -> None:
         self.names = names
+        self.typed = dict(typed or {})  # a typed tool's kind -> the name it is called by
+        self.shots: list[str] = []  # screenshots waiting for the run of tool messages to end
         self.reasoning_field = reasoning_field
         self.developer_role = developer_role
         self.out: list[dict[str, Any]] = []
@@ -207,7 +240,17 @@ class _Messages:
 
     def add(self, item: Mapping[str, Any], where: str) -> None:
         kind = item["type"]
-        if kind == "message":
+        if kind.startswith("openai:"):  # OpenAI's typed items, as Open Responses names them
+            kind = kind.removeprefix("openai:")
+            item = {**item, "type": kind}
+        if kind not in OUTPUTS and kind not in TYPED_OUTPUTS:
+            self.screenshots()
+        if kind in TYPED_CALLS:
+            self._typed_call(item)
+        elif kind in TYPED_OUTPUTS:
+            self._flush()
+            self._typed_output(item)
+        elif kind == "message":
             self._message(item, where)
         elif kind in CHAT_CALLS:
             self._call(item)
@@ -267,15 +310,45 @@ class _Messages:
             name = item["name"] if namespace is None else f"{namespace}.{item['name']}"
             name, value = self.names.wire(name), item[CHAT_CALLS[kind][1]]
         chat_kind, key = CHAT_CALLS[kind]
-        call = {"type": chat_kind, chat_kind: {"name": name, key: value}}
-        call_id = item.get("call_id") or f"call_{item.get('id') or len(self.calls)}"
+        call_id = self._tool_call(item, {"type": chat_kind, chat_kind: {"name": name, key: value}})
         self.search = call_id if kind == "tool_search_call" else self.search
+
+    def _tool_call(self, item: Mapping[str, Any], call: dict[str, Any]) -> str:
+        """``call`` added to the assistant turn it belongs to; its id."""
+        call_id = item.get("call_id") or f"call_{item.get('id') or len(self.calls)}"
         self.calls.add(call_id)
         last = self.out[-1] if self.out else None
         if last is None or last["role"] != "assistant" or self.reasoning:
             last = self._assistant(None)
             self.out.append(last)
         last.setdefault("tool_calls", []).append({"id": call_id, **call})
+        return str(call_id)
+
+    def _typed_call(self, item: Mapping[str, Any]) -> None:
+        """A typed call as the call of the function the model was offered for it."""
+        kind = TYPED_CALLS[item["type"]]
+        name = self.names.wire(self.typed.get(kind, kind))
+        function = {"name": name, "arguments": call_arguments(item)}
+        self._tool_call(item, {"type": "function", "function": function})
+
+    def _typed_output(self, item: Mapping[str, Any]) -> None:
+        # a local shell's output names its call by id, the others by call_id
+        local = item["type"] == "local_shell_call_output"
+        call_id = item.get("id") if local else item.get("call_id")
+        if call_id not in self.calls:
+            message = f"No tool call found for {item['type']} with call_id {call_id!r}."
+            raise GatewayError(400, message, code="tool_call_not_found", param="input")
+        content, shot = output_content(item)
+        self.out.append({"role": "tool", "tool_call_id": call_id, "content": content})
+        if shot is not None:
+            self.shots.append(shot)
+
+    def screenshots(self) -> None:
+        """The screenshots of the tool messages just sent, as one user message."""
+        if self.shots:
+            parts = [{"type": "image_url", "image_url": {"url": url}} for url in self.shots]
+            self.out.append({"role": "user", "content": parts})
+            self.shots.clear()
 
     def _output(self, item: Mapping[str, Any], where: str) -> None:
         search = item["type"] == "tool_search_output"  # server-run: it answers the last search

@@ -11,6 +11,7 @@ import msgspec
 from ...core.convert import loads, normalize_usage
 from ...core.processor import ItemHandle
 from ...core.sse_parse import has_surrogate
+from .client_calls import MODEL_ERROR
 from .general import ChunkReader
 from .shapes import (
     _HANDLED,
@@ -97,7 +98,10 @@ class ChatToResponses(ChunkReader):
             self.proc.truncate("max_output_tokens", usage)
         elif reason == "completed":
             self._close_all("completed")
-            self.proc.finish(usage)
+            if self.bad_call is not None:  # a typed call the client cannot run
+                self.proc.fail(self.bad_call, code=MODEL_ERROR, usage=usage)
+            else:
+                self.proc.finish(usage)
         else:
             self._close_all("incomplete")
             self.proc.truncate(reason or "max_output_tokens", usage)

@@ -13,6 +13,7 @@ from ...core.limits import LIMIT_EXCEEDED, LimitExceeded
 from ...core.processor import ItemHandle, StreamProcessor
 from ...core.sse_parse import has_surrogate, join_surrogates, replace_surrogates
 from ...core.stream import TextAcc
+from .client_calls import stream_typed_call
 from .shapes import (
     BAD_INPUT,
     EXTRA_FINISH_REASONS,
@@ -44,6 +45,9 @@ class ChunkReader:
         if wants_summary(request):  # reasoning streamed as the summary that was asked for
             self.fields = {k: _as_summary(route) for k, route in self.fields.items()}
         self.tool_items: dict[str, str] = routes["tool_calls"]
+        # calls opened whole when they end: a client tool_search, a client-run typed tool
+        self.whole: dict[str, str] = {**WHOLE_CALLS, **routes["tool_calls"].get("client", {})}
+        self.bad_call: str | None = None  # a typed call's bad arguments: the response fails
         self.finish_reasons: dict[str, str] = {**EXTRA_FINISH_REASONS, **routes["finish_reasons"]}
         # Where list-valued content parts go: "text" as content, "thinking" as reasoning.
         self._thinking_key = "reasoning_content" if "reasoning_content" in self.fields else None
@@ -346,7 +350,7 @@ class ChunkReader:
 
     def _go_live(self, call: _Call) -> None:
         tool = resolve_tool(self.tools, call.name, call.kind)
-        if tool.kind in WHOLE_CALLS:  # opened whole when the call ends (_close_whole)
+        if tool.kind in self.whole:  # opened whole when the call ends (_close_whole)
             return
         if not call.id:
             call.id = self.proc.response.ids("call_")
@@ -379,10 +383,20 @@ class ChunkReader:
         self.live = None
 
     def _close_whole(self, call: _Call, status: str) -> None:
-        """A call of a client-run tool whose item has no deltas (``tool_search_call``):
-        opened with its whole arguments (a JSON object, else the text as it came)."""
+        """A call of a client-run tool whose item is made from its whole arguments: a
+        ``tool_search_call`` (a JSON object, else the text as it came), a typed tool's
+        item (``client_calls``)."""
         text = "".join(call.args.pieces()) + call.held
         call.held = ""
+        kind = resolve_tool(self.tools, call.name, call.kind).kind
+        if kind != "tool_search":
+            if not call.id:
+                call.id = self.proc.response.ids("call_")
+            bad = stream_typed_call(self.proc, self.whole[kind], call.id, text, status)
+            if bad is not None and status == "completed":  # cut short, it is no error
+                self.bad_call = self.bad_call or bad
+            call.closed = True
+            return
         try:
             arguments: Any = json.loads(text) if text.strip() else {}
         except ValueError:
