@@ -17,6 +17,9 @@
   A last user message holding ``[shell]`` or ``[patch]`` gets what a coding agent's
   model would do (:func:`_agent_call`): Codex's ``exec_command`` or ``apply_patch``,
   writing the conversation's token to a file, then text once the result is back.
+  Names containing ``typed`` call each client-run typed tool offered (the functions
+  ``shell``, ``local_shell``, ``apply_patch``, ``computer``), one a turn, with an action
+  holding the token (:func:`_typed_call`), then answer ``Done TOKEN: `` and the results.
   ``max_completion_tokens`` (or ``max_tokens``) caps the answer's pieces (finish
   ``"length"``).  Streams are ``chat.completion.chunk`` SSE ending in ``data: [DONE]``.
 - ``POST /v1/responses`` (or ``/responses``): streaming only; replays a genuine recorded
@@ -326,6 +329,41 @@ def _agent_call(model: str, tools: Any, messages: Sequence[Any], call_prefix: st
     return _Call(f"{call_prefix}_0", kind, wanted, text)
 
 
+# The typed tools a ``typed`` model calls, one a turn, in this order, and their actions.
+TYPED_FILE = "e2e-typed.md"
+
+
+def _typed_actions(token: str) -> dict[str, dict[str, Any]]:
+    return {
+        "shell": {"commands": [f"echo {token}"]},
+        "local_shell": {"command": ["echo", token]},
+        "apply_patch": {"type": "create_file", "path": TYPED_FILE, "diff": f"+{token}\n"},
+        "computer": {"type": "click", "x": 10, "y": 20, "button": "left"},
+    }
+
+
+def _typed_call(tools: Any, messages: Sequence[Any], call_prefix: str) -> _Call | None:
+    """The next typed tool a ``typed`` model calls (offered as functions named ``shell``,
+    ``local_shell``, ``apply_patch``, ``computer``): the first of them not called yet in
+    the conversation, with an action holding its token; None once each was called."""
+    texts = " ".join(message_text(m.get("content")) for m in messages if _is_map(m))
+    token = (TOKEN.findall(texts) or ["tok00000000"])[-1]
+    called = {
+        call["function"]["name"]
+        for m in messages
+        if _is_map(m) and m.get("role") == "assistant"
+        for call in m.get("tool_calls") or ()
+    }
+    offered = [(_tool_key(t) or ("", ""))[1] for t in tools or () if _is_map(t)]
+    actions = _typed_actions(token)
+    for name in offered:
+        if name in actions and name not in called:
+            return _Call(
+                f"{call_prefix}_{len(called)}", "function", name, json.dumps(actions[name])
+            )
+    return None
+
+
 def plan_turn(body: Mapping[str, Any], call_prefix: str) -> _Turn:
     """What the model answers to the chat request ``body``."""
     messages = body.get("messages")
@@ -334,7 +372,13 @@ def plan_turn(body: Mapping[str, Any], call_prefix: str) -> _Turn:
     model = str(body.get("model", ""))
     prompt = sum(len(message_text(m.get("content")).split()) for m in messages if _is_map(m))
     turn = _Turn(prompt_tokens=prompt)
-    chosen = [] if "text" in model else _choose_tools(body, "parallel" in model)
+    if "typed" in model:  # the typed tools, one a turn, then the answer
+        typed = _typed_call(body.get("tools"), messages, call_prefix)
+        if typed is not None:
+            turn.calls.append(typed)
+            turn.finish = "tool_calls"
+            return turn
+    chosen = [] if "text" in model or "typed" in model else _choose_tools(body, "parallel" in model)
     scripted = _agent_call(model, chosen and body.get("tools"), messages, call_prefix)
     if scripted is not None:
         turn.calls.append(scripted)
@@ -362,6 +406,15 @@ def plan_turn(body: Mapping[str, Any], call_prefix: str) -> _Turn:
         answer = JSON_ANSWER
     elif "echo" in model:
         answer = echo_summary(messages)
+    elif "typed" in model:  # each typed tool was called: the run's token, and the results
+        texts = " ".join(message_text(m.get("content")) for m in messages if _is_map(m))
+        token = (TOKEN.findall(texts) or ["tok00000000"])[-1]
+        results = [
+            message_text(m.get("content"))
+            for m in messages
+            if _is_map(m) and m.get("role") == "tool"
+        ]
+        answer = f"Done {token}: " + " | ".join(results)
     else:
         users = [m for m in messages if _is_map(m) and m.get("role") == "user"]
         answer = "Hello! You said: " + (message_text(users[-1].get("content")) if users else "")

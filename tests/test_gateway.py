@@ -148,8 +148,8 @@ def test_a_429_stays_a_rate_limit_error_with_its_retry_after(gw: str) -> None:
 
 def test_an_untranslatable_field_is_a_400_naming_it(gw: str) -> None:
     with pytest.raises(openai.BadRequestError) as info:
-        sdk(gw).responses.create(model="fake-model", input="hi", tools=[{"type": "shell"}])
-    assert info.value.param == "tools[0].type"
+        sdk(gw).responses.create(model="fake-model", input="hi", prompt={"id": "pmpt_1"})
+    assert info.value.param == "prompt"
     with pytest.raises(openai.BadRequestError) as info:
         sdk(gw).responses.create(model="fake-model", input="hi", extra_body={"frobnicate": 1})
     assert info.value.param == "frobnicate"

@@ -196,6 +196,56 @@ def test_an_agent_keeps_its_memory_in_a_conversation(
     assert result["history"] == [{"type": i["type"], "id": i["id"]} for i in page["data"]]
 
 
+def test_an_agent_runs_its_shell_editor_and_computer(gateway: tuple[str, Path]) -> None:
+    """openai-agents' ``ShellTool`` (a local executor), ``ApplyPatchTool`` (an editor that
+    records its operations) and ``ComputerTool`` (a fake computer) through the gateway in
+    front of a chat model: the scripted model calls each once, with the run's token, and
+    the agent ends with the answer; the model saw each result as a tool message."""
+    url, _ = gateway
+    token = f"tok{secrets.token_hex(4)}"
+    result = run_client("py_clients.py", url + "/v1", "agents-typed-tools", token)
+    calls = result["calls"]
+    assert [c["name"] for c in calls] == ["shell", "apply_patch", "computer"], calls
+    shell, patch, computer = calls
+    assert shell["commands"] == [f"echo {token}"] and shell["out"] == [token]
+    assert (patch["type"], patch["path"], patch["diff"]) == (
+        "create_file",
+        "e2e-typed.md",
+        f"+{token}\n",
+    )
+    assert (computer["action"], computer["x"], computer["y"], computer["button"]) == (
+        "click",
+        10,
+        20,
+        "left",
+    )
+    assert result["items"] == [
+        "shell_call",
+        "shell_call_output",
+        "apply_patch_call",
+        "apply_patch_call_output",
+        "computer_call",
+        "computer_call_output",
+        "reasoning",  # the scripted model thinks before it answers
+        "message",
+    ], result
+    [text] = result["texts"]
+    assert text.startswith(f"Done {token}: ") and token in text.split(": ", 1)[1]
+    assert "create_file e2e-typed.md" in text  # the editor's result came back to the model
+    # what the chat model got: the three functions, and the screenshot as an image
+    last = [r for r in UPSTREAM.requests if r.body.get("model") == "e2e-scripted-typed"][-1]
+    names = [t["function"]["name"] for t in last.body["tools"]]
+    assert sorted(names) == ["apply_patch", "computer", "shell"]
+    images = [
+        part
+        for m in last.body["messages"]
+        if m["role"] == "user" and isinstance(m["content"], list)
+        for part in m["content"]
+        if part.get("type") == "image_url"
+    ]
+    assert images and images[0]["image_url"]["url"].startswith("data:image/png;base64,")
+
+
 # scenario -> (answers it ends with, tool calls it carries out, steps of its tool loop)
 AI_SDK = {
     "text": (2, 0, None),

@@ -406,6 +406,59 @@ def test_a_mid_stream_error_keeps_its_code_and_message(
         assert error["message"] in raised.value.body["message"]
 
 
+# -- client-run typed tools on a real model -------------------------------------------------
+TYPED = {
+    "shell": ({"type": "shell", "environment": {"type": "local"}}, {"commands": ["ls -a"]}),
+    "local_shell": ({"type": "local_shell"}, {"command": ["ls", "-a"]}),
+    "apply_patch": (
+        {"type": "apply_patch"},
+        {"type": "create_file", "path": "a.md", "diff": "+hi"},
+    ),
+    "computer": ({"type": "computer"}, {"type": "click", "x": 5, "y": 7}),
+}
+
+
+def _first_call_arguments(exchange: Exchange) -> dict[str, Any]:
+    """The arguments of the first tool call the server streamed, parsed."""
+    pieces: dict[int, str] = {}
+    for line in bytes(exchange.body).decode().splitlines():
+        if not line.startswith("data: {"):
+            continue
+        for choice in json.loads(line[6:]).get("choices") or []:
+            for call in (choice.get("delta") or {}).get("tool_calls") or []:
+                fn = call.get("function") or {}
+                pieces[call["index"]] = pieces.get(call["index"], "") + (fn.get("arguments") or "")
+    arguments: dict[str, Any] = json.loads(pieces[min(pieces)])
+    return arguments
+
+
+@pytest.mark.parametrize("name", TYPED)
+def test_a_real_model_calls_a_client_run_typed_tool(routes: dict[str, Route], name: str) -> None:
+    """The base model echoes a call of the typed tool's function; llama-server parses it
+    (Qwen 2.5's template) and the gateway answers with the typed item, which the strict
+    SDK reads, holding the action the server's call gave; the server was offered the
+    function of the action's shape."""
+    tool, arguments = TYPED[name]
+    echoed = f"<tool_call>\n{json.dumps({'name': name, 'arguments': arguments})}\n</tool_call>"
+    body = {"input": f"Repeat exactly: {echoed}", "tools": [tool], "max_output_tokens": 60}
+    answer = sdk(routes["qwen"].gateway).responses.create(**_request(body))
+    exchange = routes["qwen"].tap.last()
+    assert [t["function"]["name"] for t in exchange.request["tools"]] == [name]
+    said = _first_call_arguments(exchange)
+    calls = [item.to_dict() for item in answer.output if item.type.endswith("call")]
+    assert calls, answer.output
+    first = calls[0]
+    if name == "shell":
+        assert first["action"]["commands"] == said["commands"]
+    elif name == "local_shell":
+        assert first["action"]["command"] == said["command"]
+    elif name == "apply_patch":
+        assert first["operation"] == said
+    else:  # a click's button is left unless the model says
+        button = {"button": "left"} if said["type"] == "click" else {}
+        assert first["action"] == {**button, **said}
+
+
 # -- side by side: llama-server's own /v1/responses and the gateway ------------------------
 SIDE_BY_SIDE = {
     **{name: (server, body) for name, (server, body, _) in SCENARIOS.items()},

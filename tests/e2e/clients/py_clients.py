@@ -129,6 +129,101 @@ async def agents_conversation(base: str, token: str) -> dict[str, Any]:
     }
 
 
+# A 1x1 PNG: the fake computer's screenshot.
+PIXEL = (
+    "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8"
+    "/5+hHgAHggJ/PchI7wAAAABJRU5ErkJggg=="
+)
+
+
+def _typed_agent(base: str, model: str) -> Any:
+    """An agent with openai-agents' client-run typed tools: ``ShellTool`` whose executor
+    runs the commands here, ``ApplyPatchTool`` whose editor records each operation, and
+    ``ComputerTool`` on a fake computer that records its actions."""
+    import subprocess
+
+    from agents import Agent, ApplyPatchTool, ComputerTool, ShellTool
+    from agents.computer import AsyncComputer
+    from agents.editor import ApplyPatchOperation, ApplyPatchResult
+    from agents.models.openai_provider import OpenAIProvider
+
+    async def run(request: Any) -> str:
+        out = []
+        for command in request.data.action.commands:
+            done = subprocess.run(command, shell=True, capture_output=True, text=True, timeout=30)
+            out.append(done.stdout.strip())
+        CALLS.append({"name": "shell", "commands": request.data.action.commands, "out": out})
+        return "\n".join(out)
+
+    class Editor:
+        def _record(self, operation: ApplyPatchOperation) -> ApplyPatchResult:
+            CALLS.append(
+                {
+                    "name": "apply_patch",
+                    "type": operation.type,
+                    "path": operation.path,
+                    "diff": operation.diff,
+                }
+            )
+            return ApplyPatchResult(status="completed", output=f"{operation.type} {operation.path}")
+
+        def create_file(self, operation: ApplyPatchOperation) -> ApplyPatchResult:
+            return self._record(operation)
+
+        def update_file(self, operation: ApplyPatchOperation) -> ApplyPatchResult:
+            return self._record(operation)
+
+        def delete_file(self, operation: ApplyPatchOperation) -> ApplyPatchResult:
+            return self._record(operation)
+
+    class Screen(AsyncComputer):
+        @property
+        def environment(self) -> Any:
+            return "linux"
+
+        @property
+        def dimensions(self) -> tuple[int, int]:
+            return (1024, 768)
+
+        async def screenshot(self) -> str:
+            return PIXEL.split(",", 1)[1]
+
+        async def click(self, x: int, y: int, button: Any) -> None:
+            CALLS.append({"name": "computer", "action": "click", "x": x, "y": y, "button": button})
+
+        async def double_click(self, x: int, y: int) -> None: ...
+        async def scroll(self, x: int, y: int, scroll_x: int, scroll_y: int) -> None: ...
+        async def type(self, text: str) -> None: ...
+        async def wait(self) -> None: ...
+        async def move(self, x: int, y: int) -> None: ...
+        async def keypress(self, keys: list[str]) -> None: ...
+        async def drag(self, path: list[tuple[int, int]]) -> None: ...
+
+    provider = OpenAIProvider(api_key=API_KEY, base_url=base, use_responses=True)
+    tools = [
+        ShellTool(executor=run),
+        ApplyPatchTool(editor=Editor()),
+        ComputerTool(computer=Screen()),
+    ]
+    return Agent(
+        name="e2e", instructions="Use the tools.", model=provider.get_model(model), tools=tools
+    )
+
+
+async def agents_typed_tools(base: str, token: str) -> dict[str, Any]:
+    """One run of an agent with a shell, an editor and a computer: the scripted model
+    calls each once, then answers."""
+    from agents import Runner, set_tracing_disabled
+
+    set_tracing_disabled(True)
+    result = await Runner.run(_typed_agent(base, "e2e-scripted-typed"), f"use your tools {token}")
+    items = [
+        getattr(item.raw_item, "type", None) or item.raw_item.get("type")
+        for item in result.new_items
+    ]
+    return {"texts": [str(result.final_output)], "items": items}
+
+
 # -- pydantic-ai ---------------------------------------------------------------------------
 def _pydantic_agent(base: str) -> Any:
     from pydantic_ai import Agent
@@ -197,6 +292,7 @@ SCENARIOS: dict[str, Callable[[str, str], Coroutine[Any, Any, dict[str, Any]]]] 
     "agents-websocket": agents_ws,
     "agents-websocket-streamed": agents_ws_streamed,
     "agents-conversation": agents_conversation,
+    "agents-typed-tools": agents_typed_tools,
     "pydantic-ai-run": pydantic_ai_run,
     "pydantic-ai-stream": pydantic_ai_stream,
     "langchain-responses": langchain_responses,
