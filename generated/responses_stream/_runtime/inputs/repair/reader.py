@@ -22,11 +22,15 @@ What a server gets wrong, and what the repair does:
   ``response.failed`` keeping the server's code and message; an end without a terminal
   event fails (code ``stream_ended_early``);
 - tool calls the text carries in a model family's markup (``markup``) become
-  ``function_call`` items when the request offered functions.
+  ``function_call`` items when the request offered functions;
+- a call whose arguments are not JSON waits for the end: cut by the token limit, it ends
+  incomplete; else it is streamed as the model wrote it.
 
 Text that comes for an item after another item began continues in a new item of its
-type; arguments that come for a call after another item began cannot be joined to it,
-and end the stream as bad input.
+type.  A call is streamed whole when it ends (its ``.done`` events, or the end of the
+stream), so arguments a server interleaves between calls are joined to their own call,
+and arguments that are JSON objects glued together (parallel calls a server merged)
+become one call each.
 """
 
 from __future__ import annotations

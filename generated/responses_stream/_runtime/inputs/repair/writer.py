@@ -77,43 +77,42 @@ class ItemWriter:
         """The item's open handle: opened (or, for text after another item began, a new
         item of its type continuing it)."""
         handle = found.handle
-        if handle is not None and not handle.closed:
-            if self.proc.current is handle:
-                return handle
+        if handle is not None and not handle.closed and self.proc.current is handle:
+            return handle
         if handle is not None:
-            if found.type not in TEXT_ITEMS:
-                raise BadStream(
-                    f"more of {found.type} {found.fields.get('id')!r} came after another item"
-                    " began; interleaved calls cannot be streamed in order"
-                )
+            if found.type not in TEXT_ITEMS:  # calls and other items are opened once, whole
+                raise BadStream(f"more of {found.type} {found.fields.get('id')!r} after it ended")
             self._note("item_continued")
         kept = KEPT_FIELDS.get(found.type)
-        if kept is None:  # another type: opened whole, from its final form
-            cls = self.proc.dialect.item_emitters.get(found.type)
-            if cls is None:
-                raise BadStream(f"an output item of unknown type {found.type!r}")
-            self._note("item_passed_whole")
-            sig = wire.signature(cls, "__init__")
-            fields = {k: v for k, v in found.fields.items() if k in sig.hints and v is not None}
-            fields.pop("id", None)
-            fields.pop("status", None)
-            try:
-                found.handle = self.proc.open(found.type, **fields)
-            except ProcessorError:  # fields of a newer API than the models know: the required
-                self._note("item_fields_left_out")
-                fields = {k: v for k, v in fields.items() if k in sig.required}
-                found.handle = self.proc.open(found.type, **fields)
-            found.part = None
-            self.last = found
-            return found.handle
-        fields = {k: found.fields[k] for k in kept if found.fields.get(k) is not None}
-        if found.type in CALL_ITEMS:
-            fields.setdefault("call_id", "call_" + secrets.token_hex(12))
-            fields.setdefault("name", "")
-        found.handle = self.proc.open(found.type, **fields)
+        if kept is None:
+            found.handle = self._open_whole(found)
+        else:
+            fields = {k: found.fields[k] for k in kept if found.fields.get(k) is not None}
+            if found.type in CALL_ITEMS:
+                fields.setdefault("call_id", "call_" + secrets.token_hex(12))
+                fields.setdefault("name", "")
+            found.handle = self.proc.open(found.type, **fields)
         found.part = None
         self.last = found
         return found.handle
+
+    def _open_whole(self, found: _Item) -> ItemHandle:
+        """An item of another type (a web search, an MCP call...), opened from its final
+        form with the fields its emitter takes (only the required ones when the others
+        are of a newer API than the models know)."""
+        cls = self.proc.dialect.item_emitters.get(found.type)
+        if cls is None:
+            raise BadStream(f"an output item of unknown type {found.type!r}")
+        self._note("item_passed_whole")
+        sig = wire.signature(cls, "__init__")
+        fields = {k: v for k, v in found.fields.items() if k in sig.hints and v is not None}
+        fields.pop("id", None)
+        fields.pop("status", None)
+        try:
+            return self.proc.open(found.type, **fields)
+        except ProcessorError:
+            self._note("item_fields_left_out")
+            return self.proc.open(found.type, **{k: fields[k] for k in sig.required if k in fields})
 
     def _part_of(self, found: _Item, kind: str, *, ending: bool = False) -> _Part:
         """The part of ``kind`` text goes to: the last one added, if it is still open
