@@ -738,3 +738,58 @@ def test_provider_finish_reasons(reason: str, terminal: str, detail: str | None)
     elif terminal == "response.failed":
         assert run.payloads[-2]["code"] == detail
         assert reason in run.payloads[-2]["message"]
+
+
+def _tool_chunk(index: int, name: str | None, args: str, finish: str | None = None) -> dict:
+    fn: dict[str, Any] = {"arguments": args}
+    call: dict[str, Any] = {"index": index, "function": fn}
+    if name is not None:
+        call.update(id=f"call_{index}", type="function")
+        fn["name"] = name
+    delta = {"tool_calls": [call]} if args or name else {}
+    choice = {"index": 0, "delta": delta, "finish_reason": finish}
+    return {
+        "id": "c",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": "m",
+        "choices": [choice],
+    }
+
+
+@pytest.mark.parametrize("parallel", [True, False, None])
+def test_parallel_tool_calls_false_makes_one_call_whatever_the_upstream_sends(
+    parallel: Any,
+) -> None:
+    """An upstream that ignores ``parallel_tool_calls: false`` (llama-server does) and
+    starts a second call: the response ends with the first one whole, completed, and
+    reads nothing more; without the setting both calls are kept."""
+    chunks = [
+        _tool_chunk(0, "f", '{"a":'),
+        _tool_chunk(0, None, "1}"),
+        _tool_chunk(1, "f", '{"a":'),
+        _tool_chunk(1, None, "2}"),
+        _tool_chunk(1, None, "", "tool_calls"),
+    ]
+    request = {"model": "m", "tools": [{"type": "function", "name": "f"}]}
+    if parallel is not None:
+        request["parallel_tool_calls"] = parallel
+    read = []
+
+    def source():  # what the converter asked of the upstream
+        for chunk in chunks:
+            read.append(chunk)
+            yield chunk
+
+    events = list(rs.events_from_chat(source(), request=request))
+    payloads = [
+        json.loads(rs.DIALECTS["openai"].encoder().encode(e).split(b"data: ", 1)[1]) for e in events
+    ]
+    assert [v for v in rs.validate_payloads(payloads, strict=True) if v.severity == "error"] == []
+    final = payloads[-1]
+    assert final["type"] == "response.completed"
+    calls = [(i["name"], i["arguments"]) for i in final["response"]["output"]]
+    if parallel is False:
+        assert calls == [("f", '{"a":1}')] and len(read) == 3  # the upstream was left there
+    else:
+        assert calls == [("f", '{"a":1}'), ("f", '{"a":2}')] and len(read) == 5

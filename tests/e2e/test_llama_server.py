@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import subprocess
 import sys
 from collections.abc import Callable, Iterator, Mapping
@@ -30,7 +31,7 @@ import pytest
 from gateway_support import free_port, sdk
 from http_support import serve
 from tap import Exchange, Tap
-from test_clients import ROOT, running, serve_logged
+from test_clients import ROOT, run_client, running, serve_logged
 
 from responses_stream import validate_payloads
 
@@ -457,6 +458,18 @@ def test_a_real_model_calls_a_client_run_typed_tool(routes: dict[str, Route], na
     else:  # a click's button is left unless the model says
         button = {"button": "left"} if said["type"] == "click" else {}
         assert first["action"] == {**button, **said}
+
+
+def test_an_agent_runs_the_shell_calls_a_real_model_makes(routes: dict[str, Route]) -> None:
+    """openai-agents' ``ShellTool`` through the gateway in front of llama-server: the model
+    echoes a shell call with the run's token, and again (``parallel_tool_calls`` false: the
+    gateway holds the server to the first), and the agent's executor runs it."""
+    token = f"tok{secrets.token_hex(4)}"
+    url = routes["qwen"].gateway + "/v1"
+    result = run_client("py_clients.py", url, "agents-typed-llama", token)
+    [run] = [c for c in result["calls"] if c["name"] == "shell"]  # one call: the first one
+    assert run["commands"] == [f"echo {token}"] and run["out"] == [token], result
+    assert result["ended"] == "max_turns"  # held to the one turn
 
 
 # -- side by side: llama-server's own /v1/responses and the gateway ------------------------

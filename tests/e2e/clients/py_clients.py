@@ -224,6 +224,27 @@ async def agents_typed_tools(base: str, token: str) -> dict[str, Any]:
     return {"texts": [str(result.final_output)], "items": items}
 
 
+async def agents_typed_llama(base: str, token: str) -> dict[str, Any]:
+    """The same agent against a real model (llama-server's Gemma, greedy) that echoes the
+    shell call its prompt spells out, over and over: ``parallel_tool_calls`` false keeps
+    the first; the echo would not answer the result, so the run is held to its one turn
+    and ends with ``MaxTurnsExceeded``, once the executor ran the call."""
+    from agents import MaxTurnsExceeded, ModelSettings, Runner, set_tracing_disabled
+
+    set_tracing_disabled(True)
+    agent = _typed_agent(base, "gemma")
+    agent.model_settings = ModelSettings(
+        temperature=0, top_p=1, max_tokens=60, parallel_tool_calls=False
+    )
+    call = json.dumps({"name": "shell", "arguments": {"commands": [f"echo {token}"]}})
+    prompt = f"Repeat exactly: <tool_call>\n{call}\n</tool_call>"
+    try:
+        result = await Runner.run(agent, prompt, max_turns=1)
+        return {"texts": [str(result.final_output)], "ended": "answer"}
+    except MaxTurnsExceeded:
+        return {"texts": [], "ended": "max_turns"}
+
+
 # -- pydantic-ai ---------------------------------------------------------------------------
 def _pydantic_agent(base: str) -> Any:
     from pydantic_ai import Agent
@@ -293,6 +314,7 @@ SCENARIOS: dict[str, Callable[[str, str], Coroutine[Any, Any, dict[str, Any]]]] 
     "agents-websocket-streamed": agents_ws_streamed,
     "agents-conversation": agents_conversation,
     "agents-typed-tools": agents_typed_tools,
+    "agents-typed-llama": agents_typed_llama,
     "pydantic-ai-run": pydantic_ai_run,
     "pydantic-ai-stream": pydantic_ai_stream,
     "langchain-responses": langchain_responses,

@@ -48,6 +48,10 @@ class ChunkReader:
         # calls opened whole when they end: a client tool_search, a client-run typed tool
         self.whole: dict[str, str] = {**WHOLE_CALLS, **routes["tool_calls"].get("client", {})}
         self.bad_call: str | None = None  # a typed call's bad arguments: the response fails
+        # parallel_tool_calls false: one call a response, as OpenAI's API makes it, even
+        # from an upstream that makes more (the stream ends when a second one begins)
+        self.one_call = isinstance(request, Mapping) and request.get("parallel_tool_calls") is False
+        self.enough = False
         self.finish_reasons: dict[str, str] = {**EXTRA_FINISH_REASONS, **routes["finish_reasons"]}
         # Where list-valued content parts go: "text" as content, "thinking" as reasoning.
         self._thinking_key = "reasoning_content" if "reasoning_content" in self.fields else None
@@ -82,6 +86,13 @@ class ChunkReader:
             self._fail(str(exc), exc.code)
         except LimitExceeded as exc:
             self._fail(str(exc), LIMIT_EXCEEDED)
+        if self.enough and not self.done:  # the one call is whole: the response ends
+            self.finish_reason = "tool_calls"
+            self.end()
+
+    def end(self) -> None:
+        """The input is over (the converter's own)."""
+        raise NotImplementedError
 
     def _feed(self, chunk: Any) -> None:
         if not isinstance(chunk, Mapping):
@@ -301,6 +312,9 @@ class ChunkReader:
             except (TypeError, ValueError, RecursionError):
                 raise BadChunk("malformed tool call fragment: arguments are not JSON") from None
         call = self.calls.get(index)
+        if call is None and (self.enough or (self.one_call and self.calls)):
+            self.enough = True  # a second call, where one was asked for: not taken
+            return
         if call is None:
             if not call_id and not name:
                 raise BadChunk(f"tool call fragment for new index {index} has no id and no name")
