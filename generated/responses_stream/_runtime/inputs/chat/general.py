@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import msgspec
@@ -37,6 +37,8 @@ class ChunkReader:
     calls, bad input and lone surrogates dealt with.  ``ChatToResponses`` adds the input
     methods and the fast paths of the usual chunk."""
 
+    end: Callable[[], None]  # the converter's: the input is over (ChatToResponses.end)
+
     def __init__(self, proc: StreamProcessor, request: Mapping[str, Any] | None = None) -> None:
         self.proc = proc
         proc.fail_on_limit = False  # over a limit, _fail flushes the buffered calls first
@@ -48,8 +50,7 @@ class ChunkReader:
         # calls opened whole when they end: a client tool_search, a client-run typed tool
         self.whole: dict[str, str] = {**WHOLE_CALLS, **routes["tool_calls"].get("client", {})}
         self.bad_call: str | None = None  # a typed call's bad arguments: the response fails
-        # parallel_tool_calls false: one call a response, as OpenAI's API makes it, even
-        # from an upstream that makes more (the stream ends when a second one begins)
+        # parallel_tool_calls false: one call, even from an upstream that starts a second
         self.one_call = isinstance(request, Mapping) and request.get("parallel_tool_calls") is False
         self.enough = False
         self.finish_reasons: dict[str, str] = {**EXTRA_FINISH_REASONS, **routes["finish_reasons"]}
@@ -89,10 +90,6 @@ class ChunkReader:
         if self.enough and not self.done:  # the one call is whole: the response ends
             self.finish_reason = "tool_calls"
             self.end()
-
-    def end(self) -> None:
-        """The input is over (the converter's own)."""
-        raise NotImplementedError
 
     def _feed(self, chunk: Any) -> None:
         if not isinstance(chunk, Mapping):
@@ -397,15 +394,14 @@ class ChunkReader:
         self.live = None
 
     def _close_whole(self, call: _Call, status: str) -> None:
-        """A call of a client-run tool whose item is made from its whole arguments: a
-        ``tool_search_call`` (a JSON object, else the text as it came), a typed tool's
-        item (``client_calls``)."""
+        """A client-run tool's call, its item made from its whole arguments: a typed
+        tool's (``client_calls``), or a ``tool_search_call`` (JSON, else the text)."""
         text = "".join(call.args.pieces()) + call.held
         call.held = ""
         kind = resolve_tool(self.tools, call.name, call.kind).kind
+        if not call.id:
+            call.id = self.proc.response.ids("call_")
         if kind != "tool_search":
-            if not call.id:
-                call.id = self.proc.response.ids("call_")
             bad = stream_typed_call(self.proc, self.whole[kind], call.id, text, status)
             if bad is not None and status == "completed":  # cut short, it is no error
                 self.bad_call = self.bad_call or bad
@@ -415,8 +411,6 @@ class ChunkReader:
             arguments: Any = json.loads(text) if text.strip() else {}
         except ValueError:
             arguments = text
-        if not call.id:
-            call.id = self.proc.response.ids("call_")
         handle = self.proc.open(
             WHOLE_CALLS["tool_search"], call_id=call.id, arguments=arguments, execution="client"
         )
