@@ -474,13 +474,6 @@ class RequestTool(Strict):
             "win. Its name is the one the model calls, unless a function of the request has it."
         ),
     )
-    item: str | None = Field(
-        None,
-        description=(
-            "The item type a call of a client-run typed tool comes back as (shell: "
-            "shell_call); the call's arguments are that item's action."
-        ),
-    )
 
 
 class RequestFieldsFile(Strict):

@@ -307,6 +307,12 @@ SHELL_FILE = "e2e-shell.txt"
 PATCH_FILE = "e2e-patch.txt"
 
 
+def conversation_token(messages: Sequence[Any]) -> str:
+    """The last token (``tok`` and 8 hex digits) the conversation's texts hold."""
+    texts = " ".join(message_text(m.get("content")) for m in messages if _is_map(m))
+    return (TOKEN.findall(texts) or ["tok00000000"])[-1]
+
+
 def _agent_call(model: str, tools: Any, messages: Sequence[Any], call_prefix: str) -> _Call | None:
     """The call a coding agent's model makes when the last user message asks for it:
     ``[shell]``, Codex's ``exec_command`` writing the conversation's token to
@@ -318,8 +324,7 @@ def _agent_call(model: str, tools: Any, messages: Sequence[Any], call_prefix: st
     found = [t for t in tools or () if _is_map(t) and (_tool_key(t) or ("", ""))[1] == wanted]
     if not wanted or not found:
         return None
-    texts = " ".join(message_text(m.get("content")) for m in messages if _is_map(m))
-    token = (TOKEN.findall(texts) or ["tok00000000"])[-1]
+    token = conversation_token(messages)
     kind = (_tool_key(found[0]) or ("function", ""))[0]
     if wanted == "exec_command":
         text = json.dumps({"cmd": f"printf '%s\\n' {token} > {SHELL_FILE}"})
@@ -346,8 +351,7 @@ def _typed_call(tools: Any, messages: Sequence[Any], call_prefix: str) -> _Call 
     """The next typed tool a ``typed`` model calls (offered as functions named ``shell``,
     ``local_shell``, ``apply_patch``, ``computer``): the first of them not called yet in
     the conversation, with an action holding its token; None once each was called."""
-    texts = " ".join(message_text(m.get("content")) for m in messages if _is_map(m))
-    token = (TOKEN.findall(texts) or ["tok00000000"])[-1]
+    token = conversation_token(messages)
     called = {
         call["function"]["name"]
         for m in messages
@@ -407,8 +411,7 @@ def plan_turn(body: Mapping[str, Any], call_prefix: str) -> _Turn:
     elif "echo" in model:
         answer = echo_summary(messages)
     elif "typed" in model:  # each typed tool was called: the run's token, and the results
-        texts = " ".join(message_text(m.get("content")) for m in messages if _is_map(m))
-        token = (TOKEN.findall(texts) or ["tok00000000"])[-1]
+        token = conversation_token(messages)
         results = [
             message_text(m.get("content"))
             for m in messages

@@ -335,7 +335,6 @@ ROUTES: dict[str, dict[str, Any]] = {
                         "required": ["type"],
                     },
                 },
-                "item": "computer_call",
             },
             "computer_use_preview": {
                 "fate": "translated",
@@ -385,7 +384,6 @@ ROUTES: dict[str, dict[str, Any]] = {
                         "required": ["type"],
                     },
                 },
-                "item": "computer_call",
             },
             "shell": {
                 "fate": "translated",
@@ -413,7 +411,6 @@ ROUTES: dict[str, dict[str, Any]] = {
                         "required": ["commands"],
                     },
                 },
-                "item": "shell_call",
             },
             "local_shell": {
                 "fate": "translated",
@@ -437,7 +434,6 @@ ROUTES: dict[str, dict[str, Any]] = {
                         "required": ["command"],
                     },
                 },
-                "item": "local_shell_call",
             },
             "apply_patch": {
                 "fate": "translated",
@@ -458,7 +454,6 @@ ROUTES: dict[str, dict[str, Any]] = {
                         "required": ["type", "path"],
                     },
                 },
-                "item": "apply_patch_call",
             },
         },
         "keys": {

@@ -335,9 +335,7 @@ class _Messages:
         # a local shell's output names its call by id, the others by call_id
         local = item["type"] == "local_shell_call_output"
         call_id = item.get("id") if local else item.get("call_id")
-        if call_id not in self.calls:
-            message = f"No tool call found for {item['type']} with call_id {call_id!r}."
-            raise GatewayError(400, message, code="tool_call_not_found", param="input")
+        self._known_call(call_id, item["type"])
         content, shot = output_content(item)
         self.out.append({"role": "tool", "tool_call_id": call_id, "content": content})
         if shot is not None:
@@ -353,14 +351,18 @@ class _Messages:
     def _output(self, item: Mapping[str, Any], where: str) -> None:
         search = item["type"] == "tool_search_output"  # server-run: it answers the last search
         call_id = item.get("call_id") or (self.search if search else None)
-        if call_id not in self.calls:
-            message = f"No tool call found for function call output with call_id {call_id!r}."
-            raise GatewayError(400, message, code="tool_call_not_found", param="input")
+        self._known_call(call_id, "function call output")
         if search:
             content = json.dumps({"tools": item.get("tools") or []})
         else:
             content = _tool_output(item["output"], f"{where}.output")
         self.out.append({"role": "tool", "tool_call_id": call_id, "content": content})
+
+    def _known_call(self, call_id: Any, what: str) -> None:
+        """A 400 when no call of the context has the id an output (``what``) answers."""
+        if call_id not in self.calls:
+            message = f"No tool call found for {what} with call_id {call_id!r}."
+            raise GatewayError(400, message, code="tool_call_not_found", param="input")
 
     def _reasoning(self, item: Mapping[str, Any], where: str) -> None:
         raw = "".join(p["text"] for p in item.get("content") or ())

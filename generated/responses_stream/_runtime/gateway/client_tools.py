@@ -15,21 +15,12 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from ...tables import CHAT_ROUTES
 from ..core.convert import TYPED_TOOLS
 
-# a typed call item -> the kind of tool that makes it
-CALLS = {
-    "shell_call": "shell",
-    "local_shell_call": "local_shell",
-    "apply_patch_call": "apply_patch",
-    "computer_call": "computer",
-}
-OUTPUTS = (
-    "shell_call_output",
-    "local_shell_call_output",
-    "apply_patch_call_output",
-    "computer_call_output",
-)
+# a typed call item -> the kind of tool that makes it (the chat routes say the item of each)
+CALLS = {item: kind for kind, item in CHAT_ROUTES["tool_calls"]["client"].items()}
+OUTPUTS = tuple(f"{item}_output" for item in CALLS)  # the items that answer them
 SCREENSHOT = "The screenshot the action returned follows."
 
 

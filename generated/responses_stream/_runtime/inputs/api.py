@@ -46,8 +46,7 @@ from ..core.sse_parse import (
     replace_surrogates,
 )
 from .chat import BAD_INPUT, ChatToResponses, DataPayload, InputFailure
-from .drive import adrive, drive
-from .drive import joined as join_frames
+from .drive import adrive, adrive_sse, drive
 
 if TYPE_CHECKING:
     from ..core.processor import ResponsesEvent
@@ -385,14 +384,5 @@ async def asse_from_chat(
     for a server, where a frame a write costs a system call each.
     """
     feed = ChatFeed(dialect, request, model, **kw)
-    if not joined:
-        async for frame in adrive(feed, chunks, feed.start_sse(), feed.frames, feed.end_sse):
-            yield frame
-        return
-
-    def step(chunk: ChatInput) -> list[bytes]:
-        return join_frames(feed.frames(chunk))
-
-    start, end = join_frames(feed.start_sse()), lambda: join_frames(feed.end_sse())
-    async for piece in adrive(feed, chunks, start, step, end):
+    async for piece in adrive_sse(feed, chunks, joined):
         yield piece

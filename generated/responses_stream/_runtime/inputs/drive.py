@@ -33,6 +33,16 @@ class Feed(Protocol):
     def fail(self, exc: Exception) -> None: ...
 
 
+class SSEFeed(Feed, Protocol):
+    """A feed that makes SSE frames: the stream's start, each item's, the stream's end."""
+
+    def start_sse(self) -> list[bytes]: ...
+
+    def frames(self, item: Any) -> list[bytes]: ...
+
+    def end_sse(self) -> list[bytes]: ...
+
+
 def drive(
     feed: Feed,
     items: Iterable[Any],
@@ -68,7 +78,23 @@ async def adrive(
         yield out
 
 
-def joined(frames: list[bytes]) -> list[bytes]:
+async def adrive_sse(
+    feed: SSEFeed, items: AsyncIterable[Any], joined: bool
+) -> AsyncIterator[bytes]:
+    """``adrive`` for SSE frames; with ``joined``, the frames of one source item (and
+    those of the stream's start and end) come as one ``bytes``: the same bytes in fewer
+    pieces, one write each for a server."""
+    if not joined:
+        async for frame in adrive(feed, items, feed.start_sse(), feed.frames, feed.end_sse):
+            yield frame
+        return
+    start = _joined(feed.start_sse())
+    step, end = (lambda item: _joined(feed.frames(item))), (lambda: _joined(feed.end_sse()))
+    async for piece in adrive(feed, items, start, step, end):
+        yield piece
+
+
+def _joined(frames: list[bytes]) -> list[bytes]:
     """``frames`` as one ``bytes`` (none if none)."""
     return [b"".join(frames)] if frames else []
 

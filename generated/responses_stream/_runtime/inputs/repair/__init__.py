@@ -15,8 +15,7 @@ from ...core.dialect import Dialect
 from ...core.errors import source_failure
 from ...core.processor import StreamProcessor, get_dialect
 from ...core.sse_parse import SSELimitError, SSEParser
-from ..drive import adrive, drive
-from ..drive import joined as join_frames
+from ..drive import adrive, adrive_sse, drive
 from .markup import CallMarkup, MarkupCall
 from .reader import BAD_STREAM, ENDED_EARLY, ResponsesRepair
 
@@ -191,16 +190,5 @@ async def asse_from_responses(
     """``sse_from_responses`` for an async source.  With ``joined``, the frames
     one source item makes come as one ``bytes`` (one write for a server)."""
     feed = ResponsesFeed(dialect, request, model, **kw)
-    if not joined:
-        async for frame in adrive(feed, items, feed.start_sse(), feed.frames, feed.end_sse):
-            yield frame
-        return
-    start = join_frames(feed.start_sse())
-    async for piece in adrive(
-        feed,
-        items,
-        start,
-        lambda i: join_frames(feed.frames(i)),
-        lambda: join_frames(feed.end_sse()),
-    ):
+    async for piece in adrive_sse(feed, items, joined):
         yield piece
